@@ -1,0 +1,40 @@
+# Workflow glue only: load and validate the config, include the rule modules, define `all`.
+# Every computation lives in the `personalir` package, called by thin workflow_scripts/.
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+from personalir.common.config import ConfigError, load_schema, validate_config  # noqa: E402
+
+configfile: "config/config.yaml"
+
+_config_files = [str(p) for p in workflow.configfiles] or ["config/config.yaml"]
+try:
+    config.update(
+        validate_config(
+            dict(config),
+            load_schema(),
+            source=_config_files[-1],
+            text=Path(_config_files[-1]).read_text(encoding="utf-8"),
+        )
+    )
+except ConfigError as exc:
+    sys.exit(f"Configuration error: {exc}")
+
+DOMAINS = config["domains"]
+RESULTS = config["results_dir"]
+# Targets each rule module adds to `all`.
+FINAL_TARGETS = []
+
+wildcard_constraints:
+    domain="|".join(DOMAINS),
+
+include: "rules/common.smk"
+include: "rules/data.smk"
+include: "rules/report.smk"
+
+rule all:
+    default_target: True
+    input:
+        FINAL_TARGETS,

@@ -1,0 +1,141 @@
+# Data stage: raw review/meta files -> typed Parquet -> product documents and user sentences.
+
+SOURCE = config["data"]["source"]
+
+
+def raw_files(wildcards):
+    """Raw review and meta files of a domain, wherever the configured source keeps them."""
+    d = wildcards.domain
+    if SOURCE == "sample":
+        base = results("sample_world", d)
+        return {"reviews": f"{base}/{d}.jsonl", "meta": f"{base}/meta_{d}.jsonl"}
+    if SOURCE == "download":
+        base = results("download", d)
+        return {"reviews": f"{base}/{d}.jsonl.gz", "meta": f"{base}/meta_{d}.jsonl.gz"}
+    from personalir.data.download import locate_local
+
+    found = locate_local(config["data"]["local_dir"], d)
+    return {"reviews": str(found["reviews"]), "meta": str(found["meta"])}
+
+
+rule sample_world:
+    """Generate the synthetic embedded world of one domain (Amazon Reviews 2023 schemas)."""
+    output:
+        reviews=results("sample_world", "{domain}", "{domain}.jsonl"),
+        meta=results("sample_world", "{domain}", "meta_{domain}.jsonl"),
+        truth=results("sample_world", "{domain}", "planted_truth.json"),
+    params:
+        sample=lambda w: params_json("sample"),
+        seed=config["seed"],
+    log:
+        "logs/sample_world/{domain}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/data.yaml"
+    shell:
+        "{PY} workflow_scripts/sample_world.py --domain {wildcards.domain} --seed {params.seed}"
+        " --params {params.sample:q} --out-dir $(dirname {output.reviews}) > {log} 2>&1"
+
+
+rule download:
+    """Fetch the official Amazon Reviews 2023 files of one domain (streamed, resumable, verified)."""
+    output:
+        reviews=results("download", "{domain}", "{domain}.jsonl.gz"),
+        meta=results("download", "{domain}", "meta_{domain}.jsonl.gz"),
+    params:
+        download=lambda w: params_json("data", "download"),
+    log:
+        "logs/download/{domain}.log",
+    resources:
+        mem_mb=1000,
+        runtime=240,
+    threads: 1
+    conda:
+        "../envs/data.yaml"
+    shell:
+        "{PY} workflow_scripts/download.py --domain {wildcards.domain}"
+        " --params {params.download:q} --out-dir $(dirname {output.reviews}) > {log} 2>&1"
+
+
+rule ingest:
+    """Stream one raw JSONL(.gz) file into typed Parquet; bad records follow the policy."""
+    input:
+        unpack(lambda w: {"raw": raw_files(w)[w.table]}),
+    output:
+        parquet=results("data", "{domain}", "{table}.parquet"),
+        quality=results("data", "{domain}", "{table}.quality.json"),
+        quarantine=results("data", "{domain}", "{table}.quarantine.jsonl"),
+    wildcard_constraints:
+        table="reviews|meta",
+    params:
+        ingest=lambda w: params_json("data", "ingest"),
+    log:
+        "logs/data/ingest_{domain}_{table}.log",
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    threads: 1
+    conda:
+        "../envs/data.yaml"
+    shell:
+        "{PY} workflow_scripts/ingest.py --table {wildcards.table} --input {input.raw}"
+        " --params {params.ingest:q} --output {output.parquet} --quality {output.quality}"
+        " --quarantine {output.quarantine} > {log} 2>&1"
+
+
+rule product_documents:
+    """Retrieval document and core terms (generation constraints) of every product."""
+    input:
+        meta=results("data", "{domain}", "meta.parquet"),
+    output:
+        products=results("data", "{domain}", "products.parquet"),
+        report=results("data", "{domain}", "products.report.json"),
+    params:
+        products=lambda w: params_json("data", "products"),
+    log:
+        "logs/data/product_documents_{domain}.log",
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../envs/data.yaml"
+    shell:
+        "{PY} workflow_scripts/product_documents.py --meta {input.meta}"
+        " --params {params.products:q} --output {output.products} --report {output.report}"
+        " > {log} 2>&1"
+
+
+rule user_sentences:
+    """Split reviews into sentences, select users, map products to their reviewers."""
+    input:
+        reviews=results("data", "{domain}", "reviews.parquet"),
+    output:
+        sentences=results("data", "{domain}", "user_sentences.parquet"),
+        users=results("data", "{domain}", "users.parquet"),
+        reviewers=results("data", "{domain}", "product_reviewers.parquet"),
+        report=results("data", "{domain}", "user_sentences.report.json"),
+    params:
+        sentences=lambda w: params_json("data", "sentences"),
+    log:
+        "logs/data/user_sentences_{domain}.log",
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../envs/data.yaml"
+    shell:
+        "{PY} workflow_scripts/user_sentences.py --reviews {input.reviews}"
+        " --params {params.sentences:q} --sentences {output.sentences} --users {output.users}"
+        " --reviewers {output.reviewers} --report {output.report} > {log} 2>&1"
+
+
+DATA_OUTPUTS = [
+    results("data", "{domain}", name)
+    for name in ("products.parquet", "user_sentences.parquet", "product_reviewers.parquet")
+]
+FINAL_TARGETS.extend(expand(DATA_OUTPUTS, domain=DOMAINS))

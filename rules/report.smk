@@ -1,0 +1,63 @@
+# Report stage: tables and figures for the paper, and the PDF that inputs them all.
+# The manuscript decides what the PDF depends on: every `generated/...` file that
+# paper/main.tex inputs is an input of `paper_pdf`, made by whichever rule outputs it.
+from personalir.report.paper import paper_inputs
+
+PAPER_INPUTS = paper_inputs("paper/main.tex")
+
+
+rule dataset_statistics:
+    """Per-domain statistics (the paper's Table 1 columns available so far)."""
+    input:
+        products=expand(results("data", "{domain}", "products.report.json"), domain=DOMAINS),
+        sentences=expand(
+            results("data", "{domain}", "user_sentences.report.json"), domain=DOMAINS
+        ),
+        reviews_quality=expand(results("data", "{domain}", "reviews.quality.json"), domain=DOMAINS),
+        meta_quality=expand(results("data", "{domain}", "meta.quality.json"), domain=DOMAINS),
+    output:
+        csv=results("report", "dataset_statistics.csv"),
+        tex="paper/generated/dataset_statistics.tex",
+    params:
+        domains=" ".join(DOMAINS),
+        label=config["label"],
+    log:
+        "logs/report/dataset_statistics.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/report.yaml"
+    shell:
+        "{PY} workflow_scripts/dataset_statistics.py --domains {params.domains}"
+        " --products-reports {input.products} --sentences-reports {input.sentences}"
+        " --reviews-quality {input.reviews_quality} --meta-quality {input.meta_quality}"
+        " --label {params.label:q} --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+
+
+rule paper_pdf:
+    """Build paper/main.pdf; it depends on every generated table and figure it inputs."""
+    input:
+        main="paper/main.tex",
+        generated=PAPER_INPUTS,
+    output:
+        pdf="paper/main.pdf",
+    params:
+        engine=config["paper"]["tex_engine"],
+    log:
+        "logs/report/paper_pdf.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/report.yaml"
+    shell:
+        "{PY} workflow_scripts/build_paper.py --engine {params.engine} --tex {input.main}"
+        " --pdf {output.pdf} > {log} 2>&1"
+
+
+FINAL_TARGETS.append(results("report", "dataset_statistics.csv"))
+if config["paper"]["build_pdf"]:
+    FINAL_TARGETS.append("paper/main.pdf")

@@ -1,0 +1,1 @@
+"""Shared utilities: atomic writes, config loading and validation, registries, seeding."""

@@ -1,0 +1,154 @@
+"""Load, default-fill and validate the workflow configuration.
+
+The schema lives in ``config/schema/*.schema.yaml`` (one file per stage, merged in name
+order). Every key documents its type, default and meaning; unknown keys and wrong types stop
+the run with a message naming the key and, when the config came from a file, its line.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SCHEMA_DIR = REPO_ROOT / "config" / "schema"
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown, mistyped or out of range."""
+
+
+def load_schema(schema_dir: str | Path = SCHEMA_DIR) -> dict:
+    """Merge the per-stage schema files into one object schema."""
+    files = sorted(Path(schema_dir).glob("*.schema.yaml"))
+    if not files:
+        raise ConfigError(f"no schema files in {schema_dir}")
+    merged: dict[str, Any] = {}
+    for path in files:
+        part = yaml.safe_load(path.read_text(encoding="utf-8"))
+        props = part.pop("properties", {})
+        for key, value in part.items():
+            merged.setdefault(key, value)
+        for key, value in props.items():
+            if key in merged.setdefault("properties", {}):
+                raise ConfigError(f"schema key {key!r} is defined twice ({path.name})")
+            merged["properties"][key] = value
+    merged["additionalProperties"] = False
+    return merged
+
+
+def fill_defaults(config: dict, schema: dict) -> dict:
+    """Return a copy of ``config`` with every missing key set to its schema default."""
+    out = copy.deepcopy(config)
+    _fill(out, schema)
+    return out
+
+
+def _fill(node: Any, schema: Mapping) -> None:
+    if not isinstance(node, dict):
+        return
+    for key, sub in schema.get("properties", {}).items():
+        if key not in node and "default" in sub:
+            node[key] = copy.deepcopy(sub["default"])
+        if key in node and sub.get("type") == "object":
+            _fill(node[key], sub)
+
+
+def _key_lines(text: str) -> dict[tuple, int]:
+    """Map each key path in a YAML document to its 1-based line number."""
+    lines: dict[tuple, int] = {}
+
+    def walk(node: yaml.Node, path: tuple) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                sub = path + (key_node.value,)
+                lines[sub] = key_node.start_mark.line + 1
+                walk(value_node, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines[path + (i,)] = item.start_mark.line + 1
+                walk(item, path + (i,))
+
+    root = yaml.compose(text)
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+def _describe(error: jsonschema.ValidationError) -> tuple[tuple, str]:
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - set(allowed))
+        key = unknown[0] if unknown else "?"
+        full = ".".join(str(p) for p in path + (key,))
+        return path + (key,), (f"unknown config key '{full}' (allowed here: {', '.join(allowed)})")
+    full = ".".join(str(p) for p in path) or "(top level)"
+    return path, f"config key '{full}': {error.message}"
+
+
+def validate_config(
+    config: dict, schema: dict | None = None, *, source: str | None = None, text: str | None = None
+) -> dict:
+    """Fill defaults and validate; raise :class:`ConfigError` naming the offending key."""
+    schema = schema or load_schema()
+    if not isinstance(config, dict):
+        raise ConfigError(f"{source or 'config'}: the top level must be a mapping")
+    filled = fill_defaults(config, schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = _key_lines(text) if text else {}
+        messages = []
+        for err in errors:
+            path, msg = _describe(err)
+            where = source or "config"
+            line = None
+            for cut in range(len(path), 0, -1):
+                if path[:cut] in lines:
+                    line = lines[path[:cut]]
+                    break
+            messages.append(f"{where}:{line}: {msg}" if line else f"{where}: {msg}")
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
+    return filled
+
+
+def load_config(path: str | Path, overrides: dict | None = None) -> dict:
+    """Read a YAML config file, apply ``overrides`` (nested dict) and validate."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        config = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if overrides:
+        config = deep_merge(config, overrides)
+    return validate_config(config, source=str(path), text=text)
+
+
+def deep_merge(base: dict, update: Mapping) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def config_hash(config: Mapping) -> str:
+    """sha256 of the canonical JSON of a (validated) config: provenance of every result."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def section_hash(config: Mapping, *keys: str) -> str:
+    """Hash of selected top-level sections, used as a rule param so only touched rules rerun."""
+    return config_hash({k: config.get(k) for k in keys})[:16]

@@ -1,0 +1,1 @@
+"""Data stage: sample world, download, ingest, product documents, user sentences, statistics."""

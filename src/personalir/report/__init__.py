@@ -1,0 +1,1 @@
+"""Report stage: tables (CSV + LaTeX), figures and the paper build."""

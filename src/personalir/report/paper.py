@@ -1,0 +1,76 @@
+"""Build the paper PDF with a TeX engine; the manuscript decides what it depends on.
+
+``paper_inputs`` lists the generated files that ``main.tex`` inputs, so the workflow makes the
+PDF depend on exactly what it prints (the showyourwork habit).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from personalir.common.io import atomic_path
+
+_INPUT = re.compile(
+    r"^[^%\n]*?\\(?:input|includegraphics(?:\[[^\]]*\])?)\{(generated/[^}]+)\}", re.M
+)
+
+
+def paper_inputs(main_tex: str | Path) -> list[str]:
+    """Generated files (relative to the repository root) that the manuscript inputs."""
+    main_tex = Path(main_tex)
+    found = []
+    for rel in _INPUT.findall(main_tex.read_text(encoding="utf-8")):
+        path = main_tex.parent / rel
+        if path.suffix == "":
+            path = path.with_suffix(".tex")
+        found.append(str(path))
+    return list(dict.fromkeys(found))
+
+
+class PaperBuildError(RuntimeError):
+    pass
+
+
+def build_pdf(main_tex: str | Path, pdf: str | Path, engine: str = "pdflatex") -> None:
+    """Run the engine twice (references) in a scratch folder; move the PDF into place."""
+    main_tex = Path(main_tex).resolve()
+    missing = [p for p in paper_inputs(main_tex) if not Path(p).exists()]
+    if missing:
+        raise PaperBuildError(f"{main_tex} inputs files that do not exist: {missing}")
+    if shutil.which(engine) is None:
+        raise PaperBuildError(
+            f"TeX engine {engine!r} not found; install Debian's texlive-latex-base "
+            "(the Quickstart setup does) or set paper.build_pdf: false"
+        )
+    env = dict(
+        os.environ,
+        SOURCE_DATE_EPOCH="0",
+        FORCE_SOURCE_DATE="1",
+        TEXINPUTS=f"{main_tex.parent}{os.pathsep}",
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(2):
+            proc = subprocess.run(
+                [
+                    engine,
+                    "-interaction=nonstopmode",
+                    "-halt-on-error",
+                    f"-output-directory={tmp}",
+                    main_tex.name,
+                ],
+                cwd=main_tex.parent,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            if proc.returncode != 0:
+                tail = "\n".join(proc.stdout.splitlines()[-40:])
+                raise PaperBuildError(f"{engine} failed on {main_tex}:\n{tail}")
+        built = Path(tmp) / (main_tex.stem + ".pdf")
+        with atomic_path(pdf, suffix=".pdf") as out:
+            shutil.copyfile(built, out)

@@ -1,0 +1,110 @@
+"""Config schema: every key documented, defaults valid, wrong keys/types named."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from personalir.common.config import (
+    REPO_ROOT,
+    ConfigError,
+    fill_defaults,
+    load_config,
+    load_schema,
+    validate_config,
+)
+
+
+def _leaves(schema, path=()):
+    for key, sub in schema.get("properties", {}).items():
+        yield path + (key,), sub
+        if sub.get("type") == "object":
+            yield from _leaves(sub, path + (key,))
+
+
+def test_every_key_has_description_type_default():
+    schema = load_schema()
+    missing = [
+        ".".join(p) + f" lacks {field}"
+        for p, sub in _leaves(schema)
+        for field in ("description", "type", "default")
+        if field not in sub
+    ]
+    assert not missing, missing
+
+
+def test_every_object_rejects_unknown_keys():
+    schema = load_schema()
+    open_objects = [
+        ".".join(p)
+        for p, sub in _leaves(schema)
+        if sub.get("type") == "object"
+        and sub.get("additionalProperties") is not False
+        and "properties" in sub
+    ]
+    assert not open_objects
+
+
+def test_defaults_alone_validate():
+    cfg = validate_config({})
+    assert cfg["data"]["source"] == "sample"
+    assert cfg["data"]["sentences"]["max_per_user"] == 50
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "paper.yaml"])
+def test_shipped_configs_validate(name):
+    cfg = load_config(REPO_ROOT / "config" / name)
+    assert set(cfg["domains"]) <= {"Baby_Products", "Musical_Instruments", "Video_Games"}
+
+
+def test_paper_config_names_the_papers_domains():
+    cfg = load_config(REPO_ROOT / "config" / "paper.yaml")
+    assert cfg["domains"] == ["Baby_Products", "Musical_Instruments", "Video_Games"]
+    assert cfg["data"]["source"] in {"download", "local"}
+
+
+def test_unknown_key_is_named_with_its_line(tmp_path: Path):
+    path = tmp_path / "c.yaml"
+    path.write_text("seed: 1\ndata:\n  ingest:\n    polcy: strict\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert "data.ingest.polcy" in msg
+    assert f"{path}:4:" in msg
+    assert "policy" in msg  # the allowed keys are listed
+
+
+def test_wrong_type_is_named(tmp_path: Path):
+    path = tmp_path / "c.yaml"
+    path.write_text("sample:\n  n_users: many\n")
+    with pytest.raises(ConfigError, match=r"c.yaml:2: config key 'sample.n_users': 'many' is not"):
+        load_config(path)
+
+
+def test_wrong_enum_value_is_named():
+    with pytest.raises(ConfigError, match="data.ingest.policy"):
+        validate_config({"data": {"ingest": {"policy": "lenient"}}})
+
+
+def test_unknown_domain_rejected():
+    with pytest.raises(ConfigError, match="domains.0"):
+        validate_config({"domains": ["Books"]})
+
+
+def test_fill_defaults_keeps_given_values():
+    schema = load_schema()
+    cfg = fill_defaults({"sample": {"n_users": 7}}, schema)
+    assert cfg["sample"]["n_users"] == 7
+    assert cfg["sample"]["n_products"] == 300
+
+
+def test_invalid_yaml_reported(tmp_path: Path):
+    path = tmp_path / "c.yaml"
+    path.write_text("seed: [1,\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(path)
+
+
+def test_schema_files_are_yaml_objects():
+    for path in sorted((REPO_ROOT / "config" / "schema").glob("*.schema.yaml")):
+        assert yaml.safe_load(path.read_text())["type"] == "object", path

@@ -1,0 +1,41 @@
+"""Rule ingest: one raw JSONL(.gz) file -> typed Parquet, quarantine file, quality report."""
+
+import sys
+from pathlib import Path
+
+import _bootstrap  # noqa: F401
+from personalir.common.cli import json_arg, parser, setup_logging
+from personalir.common.io import write_json, write_text
+from personalir.data.ingest import IngestError, ingest_meta, ingest_reviews
+
+
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--table", choices=["reviews", "meta"], required=True)
+    ap.add_argument("--input", required=True)
+    ap.add_argument("--params", type=json_arg, required=True)
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--quality", required=True)
+    ap.add_argument("--quarantine", required=True)
+    args = ap.parse_args()
+    log = setup_logging("ingest")
+    fn = ingest_reviews if args.table == "reviews" else ingest_meta
+    try:
+        report = fn(
+            args.input,
+            args.output,
+            policy=args.params["policy"],
+            quarantine_path=args.quarantine,
+            chunk_size=args.params["chunk_size"],
+        )
+    except IngestError as exc:
+        log.error("%s", exc)
+        sys.exit(f"ingest failed (policy strict): {exc}")
+    if not Path(args.quarantine).exists():  # nothing was quarantined
+        write_text(args.quarantine, "")
+    write_json(args.quality, report)
+    log.info("%s", report)
+
+
+if __name__ == "__main__":
+    main()
