@@ -61,7 +61,10 @@ def build_pdf(main_tex: str | Path, pdf: str | Path, engine: str = "pdflatex") -
                     "-interaction=nonstopmode",
                     "-halt-on-error",
                     f"-output-directory={tmp}",
-                    main_tex.name,
+                    f"-jobname={main_tex.stem}",
+                    # No trailer /ID (pdfTeX hashes the scratch path into it): same inputs,
+                    # same bytes.
+                    r"\ifdefined\pdftrailerid\pdftrailerid{}\fi\input{" + main_tex.name + "}",
                 ],
                 cwd=main_tex.parent,
                 env=env,

@@ -1,0 +1,239 @@
+"""The PQB benchmark file format: one JSON object per query, and the released format.
+
+Benchmark JSONL (``results/queries/<Domain>/benchmark.jsonl``), one object per line:
+
+``query_id``   unique id of the query (str)
+``domain``     Amazon Reviews 2023 category (str)
+``product``    parent_asin of the product the query asks for: its relevant document (str)
+``user_id``    the user whose wording the query carries (str)
+``pair_id``    id shared by the two queries that are compared (str)
+``kind``       ``syntactic`` (two users, same product and core terms) or ``writing_error``
+               (one user: clean query and its error variant)
+``role``       ``a`` / ``b`` within a syntactic pair; ``clean`` / ``error`` within a
+               writing-error pair
+``text``       the query (str)
+``core_terms`` the product's core terms the query contains (list[str])
+``provenance`` how the query was made: candidate id, distances, edits applied (object)
+
+The released format of the PQB files is ``{asin: [{asin, uid, syntax_query, typo_query}]}``
+per domain; :func:`from_released` turns it into benchmark records. There, the syntactic pairs
+are all pairs of different users' ``syntax_query`` for the same asin (the reference metric
+definition) and each non-null ``typo_query`` pairs with its user's ``syntax_query``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from personalir.common.io import write_json, write_jsonl
+
+FIELDS = (
+    "query_id",
+    "domain",
+    "product",
+    "user_id",
+    "pair_id",
+    "kind",
+    "role",
+    "text",
+    "core_terms",
+    "provenance",
+)
+KINDS = {"syntactic": ("a", "b"), "writing_error": ("clean", "error")}
+
+
+class BenchmarkFormatError(ValueError):
+    """A benchmark or released file breaks the format; the message names file and line."""
+
+
+def validate_record(rec: Any, where: str) -> dict:
+    if not isinstance(rec, dict):
+        raise BenchmarkFormatError(f"{where}: expected a JSON object")
+    missing = [f for f in FIELDS if f not in rec]
+    if missing:
+        raise BenchmarkFormatError(f"{where}: missing field(s) {missing}")
+    for f in ("query_id", "domain", "product", "user_id", "pair_id", "text"):
+        if not isinstance(rec[f], str) or not rec[f].strip():
+            raise BenchmarkFormatError(f"{where}: field {f!r} must be a non-empty string")
+    if rec["kind"] not in KINDS:
+        raise BenchmarkFormatError(f"{where}: kind {rec['kind']!r} not in {sorted(KINDS)}")
+    if rec["role"] not in KINDS[rec["kind"]]:
+        raise BenchmarkFormatError(
+            f"{where}: role {rec['role']!r} not valid for kind {rec['kind']!r} "
+            f"(expected one of {KINDS[rec['kind']]})"
+        )
+    if not isinstance(rec["core_terms"], list) or not all(
+        isinstance(t, str) for t in rec["core_terms"]
+    ):
+        raise BenchmarkFormatError(f"{where}: core_terms must be a list of strings")
+    if not isinstance(rec["provenance"], dict):
+        raise BenchmarkFormatError(f"{where}: provenance must be an object")
+    return rec
+
+
+def check_pairs(records: list[dict], source: str = "benchmark") -> None:
+    """Every pair has exactly its two roles; query ids are unique."""
+    seen: set[str] = set()
+    pairs: dict[str, list[dict]] = defaultdict(list)
+    for rec in records:
+        if rec["query_id"] in seen:
+            raise BenchmarkFormatError(f"{source}: duplicate query_id {rec['query_id']!r}")
+        seen.add(rec["query_id"])
+        pairs[rec["pair_id"]].append(rec)
+    for pair_id, members in pairs.items():
+        kinds = {m["kind"] for m in members}
+        roles = sorted(m["role"] for m in members)
+        if len(kinds) != 1 or roles != sorted(KINDS[members[0]["kind"]]):
+            raise BenchmarkFormatError(
+                f"{source}: pair {pair_id!r} has roles {roles} of kinds {sorted(kinds)}"
+            )
+        if len({m["product"] for m in members}) != 1:
+            raise BenchmarkFormatError(f"{source}: pair {pair_id!r} mixes products")
+
+
+def read_benchmark(path: str | Path) -> list[dict]:
+    path = Path(path)
+    records = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                raise BenchmarkFormatError(f"{path}:{lineno}: blank line")
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise BenchmarkFormatError(f"{path}:{lineno}: invalid JSON: {exc}") from None
+            records.append(validate_record(rec, f"{path}:{lineno}"))
+    check_pairs(records, str(path))
+    return records
+
+
+def write_benchmark(path: str | Path, records: Iterable[dict]) -> int:
+    records = [{f: rec[f] for f in FIELDS} for rec in records]
+    for i, rec in enumerate(records, 1):
+        validate_record(rec, f"record {i}")
+    check_pairs(records)
+    return write_jsonl(path, records)
+
+
+def to_released(records: list[dict]) -> dict[str, list[dict]]:
+    """Export to ``{asin: [{asin, uid, syntax_query, typo_query}]}``.
+
+    Each user's syntactic query for a product is its ``syntax_query``; the error variant of
+    that same text (a writing-error pair whose clean text equals it) is its ``typo_query``.
+    """
+    syntax: dict[tuple[str, str], str] = {}
+    typo: dict[tuple[str, str, str], str] = {}
+    by_pair: dict[str, dict[str, dict]] = defaultdict(dict)
+    for rec in records:
+        if rec["kind"] == "syntactic":
+            syntax.setdefault((rec["product"], rec["user_id"]), rec["text"])
+        else:
+            by_pair[rec["pair_id"]][rec["role"]] = rec
+    for pair in by_pair.values():
+        clean, error = pair["clean"], pair["error"]
+        typo[(clean["product"], clean["user_id"], clean["text"])] = error["text"]
+    out: dict[str, list[dict]] = defaultdict(list)
+    for (asin, uid), text in sorted(syntax.items()):
+        out[asin].append(
+            {
+                "asin": asin,
+                "uid": uid,
+                "syntax_query": text,
+                "typo_query": typo.get((asin, uid, text)),
+            }
+        )
+    return dict(out)
+
+
+def write_released(path: str | Path, records: list[dict]) -> None:
+    write_json(path, to_released(records))
+
+
+def from_released(data: dict | str | Path, domain: str) -> list[dict]:
+    """Benchmark records from a released PQB file (or its parsed content)."""
+    source = "released file"
+    if not isinstance(data, dict):
+        source = str(data)
+        try:
+            data = json.loads(Path(data).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise BenchmarkFormatError(f"{source}: invalid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BenchmarkFormatError(f"{source}: expected an object keyed by asin")
+    records: list[dict] = []
+    for asin in sorted(data):
+        entries = data[asin]
+        if not isinstance(entries, list):
+            raise BenchmarkFormatError(f"{source}: entry {asin!r} is not a list")
+        users = []
+        for i, e in enumerate(entries):
+            where = f"{source}: {asin}[{i}]"
+            if not isinstance(e, dict) or not isinstance(e.get("syntax_query"), str):
+                raise BenchmarkFormatError(f"{where}: needs uid and a string syntax_query")
+            if e.get("asin", asin) != asin:
+                raise BenchmarkFormatError(f"{where}: asin {e.get('asin')!r} != key {asin!r}")
+            users.append(e)
+        for (i, a), (j, b) in itertools.combinations(enumerate(users), 2):
+            pair_id = f"{domain}:{asin}:syn:{i}-{j}"
+            for role, e, k in (("a", a, i), ("b", b, j)):
+                records.append(
+                    _released_record(
+                        domain,
+                        asin,
+                        e,
+                        pair_id,
+                        "syntactic",
+                        role,
+                        e["syntax_query"],
+                        f"{pair_id}:{role}:{k}",
+                    )
+                )
+        for i, e in enumerate(users):
+            if e.get("typo_query"):
+                pair_id = f"{domain}:{asin}:err:{i}"
+                records.append(
+                    _released_record(
+                        domain,
+                        asin,
+                        e,
+                        pair_id,
+                        "writing_error",
+                        "clean",
+                        e["syntax_query"],
+                        f"{pair_id}:clean",
+                    )
+                )
+                records.append(
+                    _released_record(
+                        domain,
+                        asin,
+                        e,
+                        pair_id,
+                        "writing_error",
+                        "error",
+                        e["typo_query"],
+                        f"{pair_id}:error",
+                    )
+                )
+    check_pairs(records, source)
+    return records
+
+
+def _released_record(domain, asin, entry, pair_id, kind, role, text, query_id) -> dict:
+    return {
+        "query_id": query_id,
+        "domain": domain,
+        "product": asin,
+        "user_id": str(entry.get("uid", "")) or "unknown",
+        "pair_id": pair_id,
+        "kind": kind,
+        "role": role,
+        "text": text,
+        "core_terms": [],
+        "provenance": {"source": "released"},
+    }

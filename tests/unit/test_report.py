@@ -1,0 +1,74 @@
+"""LaTeX tables, dataset statistics and the manuscript's inputs."""
+
+import shutil
+
+import pandas as pd
+import pytest
+
+from personalir.common.config import REPO_ROOT
+from personalir.report.datasheet import statistics_frame
+from personalir.report.latex import dataframe_to_latex, escape
+from personalir.report.paper import PaperBuildError, build_pdf, paper_inputs
+
+
+def test_escape():
+    assert escape("Baby_Products & 50%") == r"Baby\_Products \& 50\%"
+
+
+def test_latex_table_layout():
+    df = pd.DataFrame({"Model": ["a_b", "c"], "Acc": [0.5, 0.75], "N": [1200, 3]})
+    tex = dataframe_to_latex(
+        df, caption="Cap", label="tab:x", bold={(1, "Acc"): True}, midrule_before=[1]
+    )
+    body = tex.splitlines()
+    assert r"\begin{tabular}{lrr}" in body
+    assert r"a\_b & 0.50 & 1{,}200 \\" in body
+    assert body[body.index(r"c & \textbf{0.75} & 3 \\") - 1] == r"\midrule"
+
+
+def test_statistics_frame_totals():
+    rep = {
+        "products": {"products": 10, "eligible": 8},
+        "sentences": {"reviews": 30, "users": 5, "users_selected": 4, "sentences_kept": 200},
+        "quality_reviews": {"quarantined_by_reason": {"invalid_json": 2}},
+        "quality_meta": {"quarantined_by_reason": {}},
+    }
+    df = statistics_frame({"Baby_Products": rep, "Video_Games": rep})
+    assert list(df["Domain"]) == ["Baby Products", "Video Games", "Total"]
+    assert df.iloc[-1]["Sentences"] == 400 and df.iloc[-1]["Quarantined records"] == 4
+
+
+def test_manuscript_inputs_are_generated_files(tmp_path):
+    tex = tmp_path / "main.tex"
+    tex.write_text(
+        "\\input{generated/a}\n% \\input{generated/commented}\n"
+        "\\includegraphics[width=3cm]{generated/fig.pdf}\n\\input{preamble}\n"
+    )
+    assert paper_inputs(tex) == [
+        str(tmp_path / "generated/a.tex"),
+        str(tmp_path / "generated/fig.pdf"),
+    ]
+
+
+def test_repository_manuscript_inputs_dataset_statistics():
+    inputs = paper_inputs(REPO_ROOT / "paper" / "main.tex")
+    assert str(REPO_ROOT / "paper/generated/dataset_statistics.tex") in inputs
+
+
+def test_build_refuses_missing_inputs(tmp_path):
+    tex = tmp_path / "main.tex"
+    tex.write_text("\\documentclass{article}\\begin{document}\\input{generated/x}\\end{document}")
+    with pytest.raises(PaperBuildError, match="do not exist"):
+        build_pdf(tex, tmp_path / "main.pdf")
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed")
+def test_build_pdf_is_reproducible(tmp_path):
+    tex = tmp_path / "main.tex"
+    (tmp_path / "generated").mkdir()
+    (tmp_path / "generated" / "t.tex").write_text("Hello table.")
+    tex.write_text("\\documentclass{article}\\begin{document}\\input{generated/t}\\end{document}\n")
+    build_pdf(tex, tmp_path / "a.pdf")
+    build_pdf(tex, tmp_path / "b.pdf")
+    assert (tmp_path / "a.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "b.pdf").read_bytes()
