@@ -15,7 +15,7 @@ def raw_files(wildcards):
     from personalir.data.download import locate_local
 
     found = locate_local(config["data"]["local_dir"], d)
-    return {"reviews": str(found["reviews"]), "meta": str(found["meta"])}
+    return {"reviews": str(found["review"]), "meta": str(found["meta"])}
 
 
 rule sample_world:
