@@ -9,14 +9,14 @@ from personalir.common.config import ConfigError, load_schema, validate_config  
 
 configfile: "config/config.yaml"
 
-_config_files = [str(p) for p in workflow.configfiles] or ["config/config.yaml"]
+# Command-line --configfile files take precedence over the configfile directive.
+_config_files = [str(p) for p in workflow.configfiles]
 try:
     config.update(
         validate_config(
             dict(config),
             load_schema(),
-            source=_config_files[-1],
-            text=Path(_config_files[-1]).read_text(encoding="utf-8"),
+            sources=[(f, Path(f).read_text(encoding="utf-8")) for f in _config_files],
         )
     )
 except ConfigError as exc:

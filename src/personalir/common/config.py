@@ -95,29 +95,44 @@ def _describe(error: jsonschema.ValidationError) -> tuple[tuple, str]:
 
 
 def validate_config(
-    config: dict, schema: dict | None = None, *, source: str | None = None, text: str | None = None
+    config: dict,
+    schema: dict | None = None,
+    *,
+    source: str | None = None,
+    text: str | None = None,
+    sources: list[tuple[str, str]] | None = None,
 ) -> dict:
-    """Fill defaults and validate; raise :class:`ConfigError` naming the offending key."""
+    """Fill defaults and validate; raise :class:`ConfigError` naming the offending key.
+
+    ``sources`` lists ``(file name, YAML text)`` of the files the config was merged from, in
+    precedence order (the one that wins first); an error names the first file that sets the
+    offending key, with its line. ``source``/``text`` is the one-file shorthand.
+    """
     schema = schema or load_schema()
+    if sources is None:
+        sources = [(source or "config", text)] if text else []
     if not isinstance(config, dict):
         raise ConfigError(f"{source or 'config'}: the top level must be a mapping")
     filled = fill_defaults(config, schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = _key_lines(text) if text else {}
+        indexed = [(name, _key_lines(body)) for name, body in sources]
         messages = []
         for err in errors:
             path, msg = _describe(err)
-            where = source or "config"
-            line = None
-            for cut in range(len(path), 0, -1):
-                if path[:cut] in lines:
-                    line = lines[path[:cut]]
-                    break
-            messages.append(f"{where}:{line}: {msg}" if line else f"{where}: {msg}")
+            messages.append(f"{_where(path, indexed, source)}: {msg}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
     return filled
+
+
+def _where(path: tuple, indexed: list[tuple[str, dict]], fallback: str | None) -> str:
+    """``file:line`` of the deepest prefix of ``path`` set in a config file, if any."""
+    for cut in range(len(path), 0, -1):
+        for name, lines in indexed:
+            if path[:cut] in lines:
+                return f"{name}:{lines[path[:cut]]}"
+    return fallback or (indexed[0][0] if indexed else "config")
 
 
 def load_config(path: str | Path, overrides: dict | None = None) -> dict:

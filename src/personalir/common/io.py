@@ -25,6 +25,10 @@ def atomic_path(target: str | os.PathLike, suffix: str | None = None) -> Iterato
     )
     os.close(fd)
     tmp_path = Path(tmp)
+    # mkstemp creates 0600 files; artifacts get the usual permissions (umask applied).
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp_path, 0o666 & ~umask)
     try:
         yield tmp_path
         with open(tmp_path, "rb+") as fh:
