@@ -1,21 +1,9 @@
-# Helpers shared by the rule modules: paths, parameter passing, env files.
-import json
+# Names shared by the rule modules; the functions live in personalir.workflow_support.
+from functools import partial
 
+from personalir import workflow_support
 
-def params_json(*keys):
-    """A config section as compact JSON, handed to a workflow script (and a rerun trigger)."""
-    node = config
-    for key in keys:
-        node = node[key]
-    return json.dumps(node, sort_keys=True, separators=(",", ":"))
-
-
-def results(*parts):
-    return "/".join([RESULTS, *parts])
-
-
-def log_path(stage, name):
-    return f"logs/{stage}/{name}.log"
-
-
+params_json = partial(workflow_support.params_json, config)
+results = partial(workflow_support.results_path, RESULTS)
+raw_files = partial(workflow_support.raw_files, config)
 PY = "python -u"

@@ -1,23 +1,5 @@
 # Data stage: raw review/meta files -> typed Parquet -> product documents and user sentences.
 
-SOURCE = config["data"]["source"]
-
-
-def raw_files(wildcards):
-    """Raw review and meta files of a domain, wherever the configured source keeps them."""
-    d = wildcards.domain
-    if SOURCE == "sample":
-        base = results("sample_world", d)
-        return {"reviews": f"{base}/{d}.jsonl", "meta": f"{base}/meta_{d}.jsonl"}
-    if SOURCE == "download":
-        base = results("download", d)
-        return {"reviews": f"{base}/{d}.jsonl.gz", "meta": f"{base}/meta_{d}.jsonl.gz"}
-    from personalir.data.download import locate_local
-
-    found = locate_local(config["data"]["local_dir"], d)
-    return {"reviews": str(found["review"]), "meta": str(found["meta"])}
-
-
 rule sample_world:
     """Generate the synthetic embedded world of one domain (Amazon Reviews 2023 schemas)."""
     output:
@@ -36,7 +18,7 @@ rule sample_world:
     conda:
         "../envs/data.yaml"
     shell:
-        "{PY} workflow_scripts/sample_world.py --domain {wildcards.domain} --seed {params.seed}"
+        "python -u workflow_scripts/sample_world.py --domain {wildcards.domain} --seed {params.seed}"
         " --params {params.sample:q} --out-dir $(dirname {output.reviews}) > {log} 2>&1"
 
 
@@ -56,14 +38,14 @@ rule download:
     conda:
         "../envs/data.yaml"
     shell:
-        "{PY} workflow_scripts/download.py --domain {wildcards.domain}"
+        "python -u workflow_scripts/download.py --domain {wildcards.domain}"
         " --params {params.download:q} --out-dir $(dirname {output.reviews}) > {log} 2>&1"
 
 
 rule ingest:
     """Stream one raw JSONL(.gz) file into typed Parquet; bad records follow the policy."""
     input:
-        unpack(lambda w: {"raw": raw_files(w)[w.table]}),
+        unpack(lambda w: {"raw": raw_files(w.domain)[w.table]}),
     output:
         parquet=results("data", "{domain}", "{table}.parquet"),
         quality=results("data", "{domain}", "{table}.quality.json"),
@@ -81,7 +63,7 @@ rule ingest:
     conda:
         "../envs/data.yaml"
     shell:
-        "{PY} workflow_scripts/ingest.py --table {wildcards.table} --input {input.raw}"
+        "python -u workflow_scripts/ingest.py --table {wildcards.table} --input {input.raw}"
         " --params {params.ingest:q} --output {output.parquet} --quality {output.quality}"
         " --quarantine {output.quarantine} > {log} 2>&1"
 
@@ -104,7 +86,7 @@ rule product_documents:
     conda:
         "../envs/data.yaml"
     shell:
-        "{PY} workflow_scripts/product_documents.py --meta {input.meta}"
+        "python -u workflow_scripts/product_documents.py --meta {input.meta}"
         " --params {params.products:q} --output {output.products} --report {output.report}"
         " > {log} 2>&1"
 
@@ -129,7 +111,7 @@ rule user_sentences:
     conda:
         "../envs/data.yaml"
     shell:
-        "{PY} workflow_scripts/user_sentences.py --reviews {input.reviews}"
+        "python -u workflow_scripts/user_sentences.py --reviews {input.reviews}"
         " --params {params.sentences:q} --sentences {output.sentences} --users {output.users}"
         " --reviewers {output.reviewers} --report {output.report} > {log} 2>&1"
 

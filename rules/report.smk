@@ -30,7 +30,7 @@ rule dataset_statistics:
     conda:
         "../envs/report.yaml"
     shell:
-        "{PY} workflow_scripts/dataset_statistics.py --domains {params.domains}"
+        "python -u workflow_scripts/dataset_statistics.py --domains {params.domains}"
         " --products-reports {input.products} --sentences-reports {input.sentences}"
         " --reviews-quality {input.reviews_quality} --meta-quality {input.meta_quality}"
         " --label {params.label:q} --csv {output.csv} --tex {output.tex} > {log} 2>&1"
@@ -54,7 +54,7 @@ rule paper_pdf:
     conda:
         "../envs/report.yaml"
     shell:
-        "{PY} workflow_scripts/build_paper.py --engine {params.engine} --tex {input.main}"
+        "python -u workflow_scripts/build_paper.py --engine {params.engine} --tex {input.main}"
         " --pdf {output.pdf} > {log} 2>&1"
 
 
