@@ -4,10 +4,14 @@
 # Both are idempotent: setup steps are skipped when their stamp is newer than their inputs.
 
 SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install -q --no-deps
+# This machine's pip config lists local indexes that may be absent; keep their warnings out.
+QUIET_PIP := 2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
@@ -38,10 +42,10 @@ system-deps:
 # no surprise upgrades). torch comes first: the pinned CPU wheel, never a CUDA build.
 $(STAMP): requirements.lock pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --no-deps "$$(grep -E '^torch==' requirements.lock)"
-	$(BIN)/python -m pip install -q --no-deps -r requirements.lock
-	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
-	$(BIN)/python -m pip check
+	$(PIP) "$$(grep -E '^torch==' requirements.lock)" $(QUIET_PIP)
+	$(PIP) -r requirements.lock $(QUIET_PIP)
+	$(PIP) --no-build-isolation -e . $(QUIET_PIP)
+	$(BIN)/python scripts/check_env.py
 	@touch $(STAMP)
 
 lint: setup
@@ -54,3 +58,31 @@ lock:
 
 clean-results:
 	rm -rf results/sample_world results/data results/report logs paper/generated paper/main.pdf
+
+# --- Cluster and artifacts (README "Running on a SLURM cluster", "Fetching cached artifacts")
+.PHONY: fetch dvc-update cluster-setup slurm-up slurm-down
+
+# Sample-scale artifacts from the DVC remote, verified, with file times in pipeline order.
+fetch: setup
+	$(BIN)/python scripts/fetch_artifacts.py
+
+# Maintainers, after a change to rules, config or code: regenerate dvc.yaml from the DAG, run
+# the sample workflow, record every artifact in dvc.lock and push it to the in-repo remote.
+dvc-update: setup
+	$(BIN)/python scripts/dvc_from_snakemake.py
+	$(BIN)/snakemake --profile profiles/local
+	$(BIN)/dvc commit --force --quiet
+	$(BIN)/dvc push --quiet --remote sample
+	$(BIN)/dvc gc --workspace --cloud --remote sample --force --quiet
+	$(BIN)/python scripts/fetch_artifacts.py --no-pull
+
+# The SLURM executor plugin (cluster extra; kept out of the local lock on purpose).
+cluster-setup: setup
+	$(BIN)/python -m pip install -q --no-deps -r requirements-cluster.txt
+
+# A one-node SLURM cluster on this machine (root; Debian packages installed if missing).
+slurm-up:
+	bash scripts/slurm_local_cluster.sh up
+
+slurm-down:
+	bash scripts/slurm_local_cluster.sh down
