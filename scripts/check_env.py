@@ -19,9 +19,9 @@ for line in proc.stdout.splitlines():
     if line.startswith("No broken requirements"):
         continue
     # "<pkg> <ver> requires <dep>, which is not installed."
-    if len(words) >= 4 and words[2] == "requires" and line.endswith("which is not installed."):
-        if (words[0].lower(), words[3].rstrip(",").lower()) in EXPECTED_MISSING:
-            continue
+    missing = len(words) >= 4 and words[2] == "requires" and line.endswith("not installed.")
+    if missing and (words[0].lower(), words[3].rstrip(",").lower()) in EXPECTED_MISSING:
+        continue
     problems.append(line)
 if problems:
     print("pip check found broken requirements:\n" + "\n".join(problems), file=sys.stderr)
