@@ -66,15 +66,11 @@ clean-results:
 fetch: setup
 	$(BIN)/python scripts/fetch_artifacts.py
 
-# Maintainers, after a change to rules, config or code: regenerate dvc.yaml from the DAG, run
-# the sample workflow, record every artifact in dvc.lock and push it to the in-repo remote.
+# Maintainers, after a change to rules, config or code: regenerate dvc.yaml from the DAG,
+# rebuild what no longer matches dvc.lock, record every artifact and push it to the in-repo
+# remote (then commit dvc.yaml, dvc.lock and dvc-store/).
 dvc-update: setup
-	$(BIN)/python scripts/dvc_from_snakemake.py
-	$(BIN)/snakemake --profile profiles/local
-	$(BIN)/dvc commit --force --quiet
-	$(BIN)/dvc push --quiet --remote sample
-	$(BIN)/dvc gc --workspace --cloud --remote sample --force --quiet
-	$(BIN)/python scripts/fetch_artifacts.py --no-pull
+	$(BIN)/python scripts/dvc_update.py
 
 # The SLURM executor plugin (cluster extra; kept out of the local lock on purpose).
 cluster-setup: setup

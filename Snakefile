@@ -33,6 +33,7 @@ wildcard_constraints:
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/report.smk"
+include: "rules/provenance.smk"
 
 rule all:
     default_target: True

@@ -25,6 +25,8 @@ STAGE_PATTERNS = {
         "report/dataset_statistics.csv",
     ],
 }
+# Records of how an artifact was made (git commit, timings) are not artifacts to pin.
+UNPINNED = {"provenance.json"}
 MAX_INLINE_JSON = 20_000  # bytes; larger JSON files are pinned by a hash of their content
 
 
@@ -90,7 +92,9 @@ def fingerprint(path: str | Path, positions=POSITIONS) -> dict[str, Any]:
 def fingerprint_tree(root: str | Path, patterns: list[str]) -> dict[str, Any]:
     """Fingerprints of every file under ``root`` matching one of the glob ``patterns``."""
     root = Path(root)
-    files = sorted({p for pat in patterns for p in root.glob(pat) if p.is_file()})
+    files = sorted(
+        {p for pat in patterns for p in root.glob(pat) if p.is_file() and p.name not in UNPINNED}
+    )
     return {str(p.relative_to(root)): fingerprint(p) for p in files}
 
 

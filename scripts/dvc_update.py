@@ -1,0 +1,71 @@
+"""Record the sample workflow's artifacts in dvc.lock and push them (`make dvc-update`).
+
+    python scripts/dvc_update.py [--dry-run]
+
+1. Regenerate dvc.yaml from the Snakemake DAG (scripts/dvc_from_snakemake.py).
+2. Ask DVC which stages no longer match dvc.lock: a changed command (rule, params, config),
+   changed code (the workflow script or a module it imports), changed inputs, or outputs that
+   are missing or differ. Snakemake does not rerun a job when imported library code changes,
+   so those jobs are forced (`--forcerun` of their outputs; everything downstream follows).
+3. Run the workflow, `dvc commit` every stage, push to the in-repo remote, drop objects no
+   longer referenced, and set file times in pipeline order again (DVC rewrites files).
+
+Commit dvc.yaml, dvc.lock and dvc-store/ afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def tool(name: str) -> str:
+    exe = BIN / name
+    return str(exe) if exe.exists() else name
+
+
+def run(*cmd: str, capture: bool = False) -> subprocess.CompletedProcess:
+    print("+", " ".join(cmd[:8]) + (" ..." if len(cmd) > 8 else ""), flush=True)
+    env = dict(os.environ, DVC_NO_ANALYTICS="1", PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    return subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=capture, text=True)
+
+
+def stale_outputs() -> list[str]:
+    status = json.loads(run(tool("dvc"), "status", "--json", capture=True).stdout or "{}")
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    return [out for name in status if name in stages for out in stages[name]["outs"]]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--dry-run", action="store_true", help="only list what would be rebuilt")
+    args = ap.parse_args(argv)
+    run(sys.executable, "scripts/dvc_from_snakemake.py")
+    forced = stale_outputs() if (ROOT / "dvc.lock").exists() else []
+    print(f"{len(forced)} outputs of stages that no longer match dvc.lock will be rebuilt")
+    snakemake = [tool("snakemake"), "--profile", "profiles/local"]
+    if forced:
+        snakemake += ["--forcerun", *forced]
+    if args.dry_run:
+        run(*snakemake, "-n")
+        return 0
+    run(*snakemake)
+    run(tool("dvc"), "commit", "--force", "--quiet")
+    run(tool("dvc"), "push", "--quiet", "--remote", "sample")
+    run(tool("dvc"), "gc", "--workspace", "--cloud", "--remote", "sample", "--force", "--quiet")
+    run(sys.executable, "scripts/fetch_artifacts.py", "--no-pull")
+    print("now commit dvc.yaml, dvc.lock and dvc-store/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

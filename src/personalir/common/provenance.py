@@ -1,0 +1,440 @@
+"""Provenance and integrity of artifacts: what produced a results folder, and is it intact.
+
+Three things live here, all standard-library only (so the `provenance` rule needs no
+dependencies of its own):
+
+- **Provenance records.** Every results folder gets a ``provenance.json``: the config hash and
+  label, the code version (git commit, whether the code paths were dirty, and a hash of the
+  workflow code itself), Python and package versions, the model identifiers named in the
+  config, and the sha256 and size of every artifact in the folder with the rule that wrote it.
+  Records hold no times or host names, so two runs of the same code and config write the same
+  bytes.
+- **Manifests.** ``sha256sum``-format files (``<hex>  <path>``) of a whole results tree, and a
+  verifier that names each missing, truncated or changed file.
+- **The static DAG.** Which files the workflow produces, per folder, worked out from the rule
+  set by following the targets back through the rules' input functions (the same walk
+  Snakemake does), so the provenance rule can depend on exactly the folder's artifacts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PROVENANCE_NAME = "provenance.json"
+RECORD_VERSION = 1
+# Workflow code whose bytes define what the pipeline computes (relative to the workflow dir).
+CODE_GLOBS = ("Snakefile", "rules/**/*.smk", "workflow_scripts/**/*.py", "src/personalir/**/*.py")
+MODEL_KEY = re.compile(r"(^|_)(model|models|checkpoint|encoder|tokenizer)(_|$|s$)", re.I)
+_CHUNK = 1 << 20
+
+
+# --------------------------------------------------------------------------- hashing
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_record(path: str | os.PathLike) -> dict[str, Any]:
+    """sha256 and size of a file; a directory output is hashed over its sorted files."""
+    path = Path(path)
+    if path.is_dir():
+        digest = hashlib.sha256()
+        size = 0
+        for sub in sorted(p for p in path.rglob("*") if p.is_file()):
+            rel = sub.relative_to(path).as_posix()
+            digest.update(f"{rel}\0{sha256_file(sub)}\n".encode())
+            size += sub.stat().st_size
+        return {"sha256": digest.hexdigest(), "bytes": size, "kind": "directory"}
+    return {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+
+
+# --------------------------------------------------------------------------- provenance
+def _git(workdir: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(workdir), *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def code_files(workdir: str | os.PathLike) -> list[Path]:
+    workdir = Path(workdir)
+    files = {p for pattern in CODE_GLOBS for p in workdir.glob(pattern) if p.is_file()}
+    return sorted(p for p in files if "__pycache__" not in p.parts)
+
+
+def code_version(workdir: str | os.PathLike) -> dict[str, Any]:
+    """Git commit (if any), whether the workflow code differs from it, and a hash of the code.
+
+    ``code_sha256`` is the hash of the code itself (paths and bytes), so it identifies the code
+    even outside a git checkout or with uncommitted edits.
+    """
+    workdir = Path(workdir)
+    digest = hashlib.sha256()
+    for path in code_files(workdir):
+        digest.update(f"{path.relative_to(workdir).as_posix()}\0{sha256_file(path)}\n".encode())
+    # The workflow dir's repository; else that of the package actually imported (a copy of
+    # the workflow that links the repository's src/, as the integration tests make).
+    package_dir = Path(__file__).resolve().parents[1]
+    commit, repo = None, None
+    for candidate in (workdir, package_dir):
+        commit = _git(candidate, "rev-parse", "HEAD")
+        if commit:
+            repo = candidate
+            break
+    dirty = None
+    if repo is not None:
+        top = _git(repo, "rev-parse", "--show-toplevel")
+        paths = ["Snakefile", "rules", "workflow_scripts", "src"]
+        status = _git(Path(top or repo), "status", "--porcelain", "--", *paths)
+        dirty = bool(status) if status is not None else None
+    return {"git_commit": commit, "git_dirty": dirty, "code_sha256": digest.hexdigest()}
+
+
+def package_versions(distribution: str = "personalir") -> dict[str, str]:
+    """Versions of the project's pinned direct dependencies (plus the project and Python)."""
+    versions = {"python": sys.version.split()[0]}
+    names: list[str] = []
+    try:
+        versions[distribution] = importlib.metadata.version(distribution)
+        for req in importlib.metadata.requires(distribution) or []:
+            if "extra ==" in req:
+                continue
+            names.append(re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0])
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    names.append("snakemake")
+    for name in sorted(set(names), key=str.lower):
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def model_identifiers(config: Any, prefix: str = "") -> dict[str, Any]:
+    """Every config value whose key names a model (``model``, ``*_model``, ``models``, ...)."""
+    found: dict[str, Any] = {}
+    if isinstance(config, Mapping):
+        for key, value in config.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if MODEL_KEY.search(str(key)) and isinstance(value, (str, list)):
+                found[path] = value
+            else:
+                found.update(model_identifiers(value, path))
+    elif isinstance(config, list):
+        for i, value in enumerate(config):
+            found.update(model_identifiers(value, f"{prefix}[{i}]"))
+    return found
+
+
+def provenance_record(
+    folder: str | os.PathLike,
+    artifacts: Mapping[str, str],
+    *,
+    config_hash: str,
+    label: str,
+    models: Mapping[str, Any],
+    workdir: str | os.PathLike = ".",
+) -> dict[str, Any]:
+    """The provenance of one results folder; ``artifacts`` maps file name -> producing rule."""
+    folder = Path(folder)
+    return {
+        "record_version": RECORD_VERSION,
+        "folder": folder.as_posix(),
+        "config": {"label": label, "sha256": config_hash},
+        "code": code_version(workdir),
+        "packages": package_versions(),
+        "models": dict(sorted(models.items())),
+        "artifacts": {
+            name: {"rule": artifacts[name], **file_record(folder / name)}
+            for name in sorted(artifacts)
+        },
+    }
+
+
+# --------------------------------------------------------------------------- verification
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    kind: str  # missing | truncated | changed | extra | unreadable | unverifiable
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.kind.upper()} {self.path}" + (f": {self.detail}" if self.detail else "")
+
+
+def compare(path: Path, expected: Mapping[str, Any], shown: str | None = None) -> Problem | None:
+    """Check one file against its recorded sha256/size; None when intact."""
+    shown = shown or str(path)
+    if not path.exists():
+        return Problem(shown, "missing")
+    actual = file_record(path)
+    size = expected.get("bytes")
+    if actual["sha256"] == expected["sha256"]:
+        return None
+    if size is not None and actual["bytes"] < size:
+        return Problem(shown, "truncated", f"{actual['bytes']} of {size} bytes")
+    detail = f"sha256 {actual['sha256'][:12]}..., recorded {expected['sha256'][:12]}..."
+    return Problem(shown, "changed", detail)
+
+
+def read_provenance(folder: str | os.PathLike) -> dict[str, Any] | None:
+    path = Path(folder) / PROVENANCE_NAME
+    if not path.exists():
+        return None
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def verify_folder(
+    folder: str | os.PathLike, relative_to: str | os.PathLike | None = None
+) -> tuple[list[Problem], int]:
+    """Check every artifact a folder's provenance.json records (full sha256).
+
+    Returns the problems (paths shown relative to ``relative_to`` if given) and how many
+    artifacts were checked.
+    """
+    folder = Path(folder)
+
+    def shown(path: Path) -> str:
+        return Path(os.path.relpath(path, relative_to) if relative_to else path).as_posix()
+
+    try:
+        record = read_provenance(folder)
+    except (OSError, ValueError) as exc:
+        return [Problem(shown(folder / PROVENANCE_NAME), "unreadable", str(exc))], 0
+    if record is None:
+        return [Problem(shown(folder / PROVENANCE_NAME), "missing")], 0
+    artifacts = record.get("artifacts", {})
+    problems = []
+    for name, expected in artifacts.items():
+        problem = compare(folder / name, expected, shown(folder / name))
+        if problem:
+            problems.append(problem)
+    return problems, len(artifacts)
+
+
+def provenance_folders(root: str | os.PathLike) -> list[Path]:
+    return sorted(p.parent for p in Path(root).rglob(PROVENANCE_NAME))
+
+
+# --------------------------------------------------------------------------- manifests
+def default_artifacts(root: str | os.PathLike, results_dir: str = "results") -> list[str]:
+    """Every artifact of a workflow tree: results/**, paper/generated/**, paper/main.pdf.
+
+    Hidden files (a writer's temporary files are hidden) and README files are not artifacts.
+    """
+    root = Path(root)
+    found = []
+    for base in (root / results_dir, root / "paper" / "generated"):
+        if base.is_dir():
+            for p in base.rglob("*"):
+                rel = p.relative_to(root)
+                hidden = any(part.startswith(".") for part in rel.parts)
+                if p.is_file() and not hidden and p.name != "README.md":
+                    found.append(rel.as_posix())
+    if (root / "paper" / "main.pdf").is_file():
+        found.append("paper/main.pdf")
+    return sorted(found)
+
+
+def build_manifest(root: str | os.PathLike, paths: Iterable[str]) -> dict[str, str]:
+    root = Path(root)
+    return {p: sha256_file(root / p) for p in sorted(paths)}
+
+
+def format_manifest(manifest: Mapping[str, str]) -> str:
+    """sha256sum's format, so `sha256sum -c` can check it too."""
+    return "".join(f"{digest}  {path}\n" for path, digest in sorted(manifest.items()))
+
+
+def parse_manifest(text: str) -> dict[str, str]:
+    manifest = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        match = re.fullmatch(r"([0-9a-f]{64}) [ *](.+)", line)
+        if not match:
+            raise ValueError(f"manifest line {lineno}: expected '<sha256>  <path>'")
+        manifest[match.group(2)] = match.group(1)
+    return manifest
+
+
+def verify_manifest(
+    root: str | os.PathLike, manifest: Mapping[str, str], present: Iterable[str] | None = None
+) -> list[Problem]:
+    """Compare a tree with a manifest: missing, changed and (if ``present`` given) extra files."""
+    root = Path(root)
+    problems = []
+    for path, digest in sorted(manifest.items()):
+        f = root / path
+        if not f.is_file():
+            problems.append(Problem(path, "missing"))
+        elif sha256_file(f) != digest:
+            problems.append(Problem(path, "changed", f"{f.stat().st_size} bytes now"))
+    if present is not None:
+        for path in sorted(set(present) - set(manifest)):
+            problems.append(Problem(path, "extra", "not in the manifest"))
+    return problems
+
+
+# --------------------------------------------------------------------------- static DAG
+def static_dag(
+    targets: Iterable[str],
+    rules: Iterable[Any],
+    *,
+    skip: Iterable[str] = ("all",),
+    order: Callable[[Any, Any], int] | None = None,
+) -> dict[str, str]:
+    """Map every file the targets need that some rule produces to that rule's name.
+
+    ``rules`` are Snakemake rule objects (``is_producer``, ``get_wildcards``, ``expand_input``,
+    ``expand_output``); a file with several producers goes to the first one in ``order``
+    (Snakemake's ruleorder) or rule definition order. Source files (no producer) are omitted.
+    """
+    candidates = [r for r in rules if r.name not in set(skip)]
+    produced: dict[str, str] = {}
+    seen: set[str] = set()
+    todo = [str(t) for t in targets]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        producers = [r for r in candidates if r.is_producer(path)]
+        if not producers:
+            continue
+        if order is not None and len(producers) > 1:
+            import functools
+
+            producers.sort(key=functools.cmp_to_key(lambda a, b: -order(a, b)))
+        rule = producers[0]
+        wildcards = rule.get_wildcards(path)
+        inputs = rule.expand_input(wildcards)[0]
+        outputs = rule.expand_output(wildcards)[0]
+        for out in outputs:
+            produced[str(out)] = rule.name
+            seen.add(str(out))
+        todo.extend(str(f) for f in inputs)
+    return produced
+
+
+def artifacts_by_folder(produced: Mapping[str, str], results_dir: str) -> dict[str, dict[str, str]]:
+    """Group produced files under ``results_dir`` by folder (relative to ``results_dir``)."""
+    base = Path(results_dir)
+    folders: dict[str, dict[str, str]] = {}
+    for path, rule in produced.items():
+        p = Path(path)
+        try:
+            rel = p.parent.relative_to(base)
+        except ValueError:
+            continue
+        if rel == Path("."):
+            continue
+        folders.setdefault(rel.as_posix(), {})[p.name] = rule
+    return {k: dict(sorted(v.items())) for k, v in sorted(folders.items())}
+
+
+# --------------------------------------------------------------------------- before a run
+def check_consumed(
+    files: Iterable[str],
+    written_by_job: Callable[[str], bool],
+) -> list[Problem]:
+    """Integrity of existing artifacts a run is about to read.
+
+    A file passes when the job that wrote it is on record and the file is untouched since
+    (``written_by_job``: Snakemake's metadata end time equals the file's mtime), or when its
+    bytes equal those recorded in its folder's provenance.json. Anything else was changed
+    outside the workflow (corruption, truncation, a hand edit) and must not be consumed.
+    """
+    problems = []
+    cache: dict[Path, dict | None] = {}
+    for name in sorted(set(files)):
+        path = Path(name)
+        if not path.exists() or written_by_job(name):
+            continue
+        folder = path.parent
+        if folder not in cache:
+            try:
+                cache[folder] = read_provenance(folder)
+            except (OSError, ValueError):
+                cache[folder] = None
+        record = cache[folder]
+        expected = (record or {}).get("artifacts", {}).get(path.name)
+        if expected is None:
+            problems.append(
+                Problem(name, "unverifiable", "no job record and no provenance entry for it")
+            )
+            continue
+        problem = compare(path, expected, name)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+# --------------------------------------------------------------------------- Snakemake glue
+def compact_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def alternation(names: Iterable[str]) -> str:
+    """A wildcard constraint matching exactly these names (or nothing at all)."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
+def folder_artifacts(folders: Mapping[str, Mapping[str, str]], results_dir: str, folder: str):
+    return [f"{results_dir}/{folder}/{name}" for name in folders[folder]]
+
+
+def stop_if_inputs_changed(workflow: Any, produced: Mapping[str, str], results_dir: str) -> None:
+    """Snakemake `onstart` hook: raise, naming them, if artifacts about to be read changed.
+
+    The files checked are the workflow's own artifacts under ``results_dir`` that the jobs of
+    this run read and no job of this run rewrites. Snakemake's metadata records when the job
+    that wrote a file ended; a file whose mtime still equals that time is as the job left it.
+    """
+    from snakemake.exceptions import WorkflowError
+
+    jobs = list(workflow.dag.needrun_jobs())
+    rewritten = {str(f) for job in jobs for f in job.output}
+    to_read = {
+        str(f): f
+        for job in jobs
+        for f in job.input
+        if str(f) not in rewritten and str(f) in produced and str(f).startswith(results_dir + "/")
+    }
+
+    def written_by_job(path: str) -> bool:
+        record = workflow.persistence.metadata(to_read[path])
+        if record is None or record.incomplete or record.endtime is None:
+            return False
+        return abs(os.stat(path).st_mtime - record.endtime) < 1e-3
+
+    problems = check_consumed(to_read, written_by_job)
+    if problems:
+        raise WorkflowError(
+            "artifacts changed outside the workflow; not using them:\n  "
+            + "\n  ".join(map(str, problems))
+            + "\nRestore them with `python scripts/fetch_artifacts.py` (DVC), or delete them and"
+            " request them as targets (`snakemake --profile ... <path>`) to rebuild them."
+        )

@@ -1,0 +1,107 @@
+"""A small run of the real workflow (one domain, a reduced sample world) for the cluster,
+DVC and reproducibility tests, which need several runs and must stay quick."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from personalir.common.provenance import build_manifest, default_artifacts
+
+from .workflow import copy_workflow
+
+DOMAIN = "Musical_Instruments"
+SMALL_CONFIG = f"""# Reduced sample world for tests that run the workflow several times.
+domains: [{DOMAIN}]
+sample:
+  n_products: 60
+  n_users: 30
+paper:
+  build_pdf: false
+"""
+CONFIG_ARGS = ["--configfile", "config/config.yaml", "config/small.yaml"]
+# The data stage of the domain plus the provenance of its folders.
+DATA_TARGETS = [
+    f"results/data/{DOMAIN}/{name}"
+    for name in ("products.parquet", "user_sentences.parquet", "product_reviewers.parquet")
+] + [f"results/{folder}/{DOMAIN}/provenance.json" for folder in ("sample_world", "data")]
+BIN = Path(sys.executable).parent
+
+
+def small_workflow(dest: Path) -> Path:
+    copy_workflow(dest)
+    (dest / "config" / "small.yaml").write_text(SMALL_CONFIG)
+    return dest
+
+
+def env(**extra: str) -> dict[str, str]:
+    return dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        DVC_NO_ANALYTICS="1",
+        PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        **extra,
+    )
+
+
+def snakemake_cmd(*args: str) -> list[str]:
+    return [str(BIN / "snakemake"), *args]
+
+
+def run(cmd: list[str], cwd: Path, timeout: float = 900, **extra_env: str):
+    return subprocess.run(
+        cmd, cwd=cwd, env=env(**extra_env), capture_output=True, text=True, timeout=timeout
+    )
+
+
+def must(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    if proc.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(map(str, proc.args))} failed ({proc.returncode}):\n"
+            f"{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
+        )
+    return proc
+
+
+def local_run(work: Path, *targets: str, check: bool = True):
+    # Targets before --configfile, which takes every following word as a file.
+    proc = run(snakemake_cmd("--profile", "profiles/local", *targets, *CONFIG_ARGS), work)
+    return must(proc) if check else proc
+
+
+def manifest(work: Path) -> dict[str, str]:
+    return build_manifest(work, default_artifacts(work))
+
+
+def run_and_kill(
+    work: Path, targets: list[str], pattern: str, delay: float, timeout: float = 600
+) -> bool:
+    """Start the workflow and SIGKILL its whole process group `delay` s after `pattern` first
+    appears in its log (a crash: no cleanup handlers run). True if it was killed."""
+    log_path = work / "kill.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            snakemake_cmd("--profile", "profiles/local", *targets, *CONFIG_ARGS),
+            cwd=work,
+            env=env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + timeout
+    killed = False
+    while proc.poll() is None and time.monotonic() < deadline:
+        if pattern in log_path.read_text(errors="replace"):
+            time.sleep(delay)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed = True
+            break
+        time.sleep(0.05)
+    proc.wait(timeout=60)
+    return killed
