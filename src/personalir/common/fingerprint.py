@@ -24,6 +24,15 @@ STAGE_PATTERNS = {
         "data/**/*.jsonl",
         "report/dataset_statistics.csv",
     ],
+    # Parses, vocabularies and reports; embeddings and profiles are floats from torch/EM and
+    # are checked by the stage's own tolerance tests instead.
+    "syntax": [
+        "syntax/*/parsed_rules.parquet",
+        "syntax/*/sentences.parquet",
+        "syntax/*/rule_vocab.parquet",
+        "syntax/*/parse.report.json",
+        "syntax/*/features.report.json",
+    ],
 }
 # Records of how an artifact was made (git commit, timings) are not artifacts to pin.
 UNPINNED = {"provenance.json"}

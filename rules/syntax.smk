@@ -1,0 +1,213 @@
+# Syntax stage: user sentences -> structural rules -> contrastive style space -> per-user
+# Gaussian profiles -> attribution evaluation (docs/syntax.md). The parse depends only on the
+# sentences and `syntax.parse`, so a changed encoder, profile or evaluation key never re-parses.
+
+SYNTAX = config["syntax"]
+PAPER_GENERATED = "paper/generated"
+
+
+rule syntax_parse:
+    """Parse every user sentence with spaCy into D3/D4/P3 rules (cached by text hash)."""
+    input:
+        sentences=results("data", "{domain}", "user_sentences.parquet"),
+    output:
+        parsed=results("syntax", "{domain}", "parsed_rules.parquet"),
+        report=results("syntax", "{domain}", "parse.report.json"),
+    params:
+        parse=lambda w: params_json("syntax", "parse"),
+        cache=results("syntax", "parse_cache") if SYNTAX["parse"]["cache"] else "",
+    log:
+        "logs/syntax/parse_{domain}.log",
+    resources:
+        mem_mb=3000,
+        runtime=120,
+    threads: SYNTAX["parse"]["n_process"]
+    conda:
+        "../envs/syntax.yaml"
+    shell:
+        "python -u workflow_scripts/syntax_parse.py --sentences {input.sentences}"
+        " --params {params.parse:q} --cache-dir {params.cache:q}"
+        " --output {output.parsed} --report {output.report} > {log} 2>&1"
+
+
+rule syntax_features:
+    """Usable sentences and users, per-user splits, rule vocabulary, sparse vectors."""
+    input:
+        parsed=rules.syntax_parse.output.parsed,
+        sentences=results("data", "{domain}", "user_sentences.parquet"),
+    output:
+        vectors=results("syntax", "{domain}", "rule_vectors.npz"),
+        index=results("syntax", "{domain}", "sentences.parquet"),
+        vocab=results("syntax", "{domain}", "rule_vocab.parquet"),
+        report=results("syntax", "{domain}", "features.report.json"),
+    params:
+        features=lambda w: params_json("syntax", "features"),
+        seed=config["seed"],
+    log:
+        "logs/syntax/features_{domain}.log",
+    resources:
+        mem_mb=3000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../envs/syntax.yaml"
+    shell:
+        "python -u workflow_scripts/syntax_features.py --parsed {input.parsed}"
+        " --sentences {input.sentences} --params {params.features:q} --seed {params.seed}"
+        " --vectors {output.vectors} --index {output.index} --vocab {output.vocab}"
+        " --report {output.report} > {log} 2>&1"
+
+
+rule syntax_encoder:
+    """Train the same-product contrastive encoder; embed every usable sentence."""
+    input:
+        vectors=rules.syntax_features.output.vectors,
+        index=rules.syntax_features.output.index,
+        vocab=rules.syntax_features.output.vocab,
+        reviewers=results("data", "{domain}", "product_reviewers.parquet"),
+    output:
+        weights=results("syntax", "{domain}", "encoder.safetensors"),
+        meta=results("syntax", "{domain}", "encoder.json"),
+        embeddings=results("syntax", "{domain}", "embeddings.parquet"),
+        curve=results("syntax", "{domain}", "training_curve.csv"),
+        report=results("syntax", "{domain}", "encoder.report.json"),
+    params:
+        encoder=lambda w: params_json("syntax", "encoder"),
+        seed=config["seed"],
+    log:
+        "logs/syntax/encoder_{domain}.log",
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    # The MLP is small: one thread is fastest, and several oversubscribe a shared machine.
+    threads: 1
+    conda:
+        "../envs/syntax.yaml"
+    shell:
+        "python -u workflow_scripts/syntax_encoder.py --vectors {input.vectors} --index {input.index}"
+        " --vocab {input.vocab} --reviewers {input.reviewers} --params {params.encoder:q}"
+        " --seed {params.seed} --threads {threads} --weights {output.weights}"
+        " --meta {output.meta} --embeddings {output.embeddings} --curve {output.curve}"
+        " --report {output.report} > {log} 2>&1"
+
+
+rule syntax_profiles:
+    """Per-user rank-one + diagonal Gaussians (MLE and eigenpair heuristic) and thresholds."""
+    input:
+        embeddings=rules.syntax_encoder.output.embeddings,
+    output:
+        profiles=results("syntax", "{domain}", "profiles.parquet"),
+        report=results("syntax", "{domain}", "profiles.report.json"),
+    params:
+        profiles=lambda w: params_json("syntax", "profiles"),
+    log:
+        "logs/syntax/profiles_{domain}.log",
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../envs/syntax.yaml"
+    shell:
+        "python -u workflow_scripts/syntax_profiles.py --embeddings {input.embeddings}"
+        " --params {params.profiles:q} --profiles {output.profiles} --report {output.report}"
+        " > {log} 2>&1"
+
+
+rule syntax_attribution:
+    """Balanced attribution, user AUROC and full-profile attribution of every profile model."""
+    input:
+        embeddings=rules.syntax_encoder.output.embeddings,
+        reviewers=results("data", "{domain}", "product_reviewers.parquet"),
+    output:
+        summary=results("syntax", "{domain}", "attribution.csv"),
+        users=results("syntax", "{domain}", "attribution_users.parquet"),
+        roc=results("syntax", "{domain}", "attribution_roc.csv"),
+        report=results("syntax", "{domain}", "attribution.report.json"),
+    params:
+        attribution=lambda w: params_json("syntax", "attribution"),
+        seed=config["seed"],
+    log:
+        "logs/syntax/attribution_{domain}.log",
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    threads: 1
+    conda:
+        "../envs/syntax.yaml"
+    shell:
+        "python -u workflow_scripts/syntax_attribution.py --embeddings {input.embeddings}"
+        " --reviewers {input.reviewers} --params {params.attribution:q} --seed {params.seed}"
+        " --domain {wildcards.domain} --summary {output.summary} --users {output.users}"
+        " --roc {output.roc} --report {output.report} > {log} 2>&1"
+
+
+rule syntax_table:
+    """Attribution table (per domain + equal-weight average) and rule statistics, CSV + LaTeX."""
+    input:
+        summaries=expand(rules.syntax_attribution.output.summary, domain=DOMAINS),
+        parse_reports=expand(rules.syntax_parse.output.report, domain=DOMAINS),
+        feature_reports=expand(rules.syntax_features.output.report, domain=DOMAINS),
+    output:
+        csv=results("syntax", "attribution.csv"),
+        tex=results("syntax", "attribution.tex"),
+        paper_tex=f"{PAPER_GENERATED}/syntax_attribution.tex",
+        stats_csv=results("syntax", "rules_summary.csv"),
+        stats_tex=results("syntax", "rules_summary.tex"),
+        paper_stats_tex=f"{PAPER_GENERATED}/syntax_rules_summary.tex",
+    params:
+        domains=" ".join(DOMAINS),
+        label=config["label"],
+    log:
+        "logs/syntax/table.log",
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    threads: 1
+    conda:
+        "../envs/syntax.yaml"
+    shell:
+        "python -u workflow_scripts/syntax_table.py --domains {params.domains}"
+        " --summaries {input.summaries} --parse-reports {input.parse_reports}"
+        " --feature-reports {input.feature_reports} --label {params.label:q}"
+        " --csv {output.csv} --tex {output.tex} --paper-tex {output.paper_tex}"
+        " --stats-csv {output.stats_csv} --stats-tex {output.stats_tex}"
+        " --paper-stats-tex {output.paper_stats_tex} > {log} 2>&1"
+
+
+rule syntax_figures:
+    """ROC curves of the profile models and the encoder training curves (plots only)."""
+    input:
+        rocs=expand(rules.syntax_attribution.output.roc, domain=DOMAINS),
+        summaries=expand(rules.syntax_attribution.output.summary, domain=DOMAINS),
+        curves=expand(rules.syntax_encoder.output.curve, domain=DOMAINS),
+        metas=expand(rules.syntax_encoder.output.report, domain=DOMAINS),
+    output:
+        roc=results("syntax", "figures", "syntax_roc.pdf"),
+        training=results("syntax", "figures", "syntax_training.pdf"),
+        paper_roc=f"{PAPER_GENERATED}/syntax_roc.pdf",
+        paper_training=f"{PAPER_GENERATED}/syntax_training.pdf",
+    params:
+        domains=" ".join(DOMAINS),
+    log:
+        "logs/syntax/figures.log",
+    resources:
+        mem_mb=1500,
+        runtime=5,
+    threads: 1
+    conda:
+        "../envs/syntax.yaml"
+    shell:
+        "python -u workflow_scripts/syntax_figures.py --domains {params.domains}"
+        " --rocs {input.rocs} --summaries {input.summaries} --curves {input.curves}"
+        " --encoder-reports {input.metas} --roc {output.roc} {output.paper_roc}"
+        " --training {output.training} {output.paper_training} > {log} 2>&1"
+
+
+SYNTAX_OUTPUTS = [
+    results("syntax", "{domain}", name)
+    for name in ("profiles.parquet", "profiles.report.json", "attribution.csv")
+]
+FINAL_TARGETS.extend(expand(SYNTAX_OUTPUTS, domain=DOMAINS))
+FINAL_TARGETS.extend(rules.syntax_table.output)
+FINAL_TARGETS.extend(rules.syntax_figures.output)
