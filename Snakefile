@@ -32,6 +32,7 @@ wildcard_constraints:
 
 include: "rules/common.smk"
 include: "rules/data.smk"
+include: "rules/errors.smk"
 include: "rules/syntax.smk"
 include: "rules/report.smk"
 include: "rules/provenance.smk"

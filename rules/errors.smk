@@ -1,0 +1,190 @@
+# Errors stage: correct user sentences -> ERRANT edits -> per-user error profiles; the
+# error-sampling evaluation, its tables and the mechanism figure. The persistent GEC cache
+# lives in results/errors/cache/ (outside the DAG, like a conda env: reruns reuse it, deleting it only costs time).
+import json
+
+ERRORS = config["errors"]
+ERRORS_GEC = ERRORS["gec"]
+
+# Inputs that depend on the config, as lambdas (no functions in rule modules).
+GECTOR_VERB_DICT = (
+    [ERRORS_GEC["gector"]["verb_dict"]]
+    if "gector" in ERRORS_GEC["backends"] and ERRORS_GEC["gector"]["verb_dict"]
+    else []
+)
+TITLES_AS_TEXTS = ERRORS["sampling_eval"]["text_source"] == "product_titles"
+
+rule errors_correct:
+    """Correct every user sentence with the configured GEC backend chain (cached)."""
+    input:
+        sentences=results("data", "{domain}", "user_sentences.parquet"),
+        verb_dict=GECTOR_VERB_DICT,
+    output:
+        corrections=results("errors", "{domain}", "corrections.parquet"),
+        report=results("errors", "{domain}", "corrections.report.json"),
+    params:
+        gec=lambda w: params_json("errors", "gec"),
+        cache=results("errors", "cache"),
+    log:
+        "logs/errors/correct_{domain}.log",
+    resources:
+        mem_mb=4000,
+        runtime=240,
+        gpu=1 if "gector" in ERRORS_GEC["backends"] else 0,
+    threads: config["threads"]
+    conda:
+        "../envs/errors.yaml"
+    shell:
+        "python -u workflow_scripts/errors_correct.py --sentences {input.sentences}"
+        " --params {params.gec:q} --threads {threads} --cache-dir {params.cache}"
+        " --corrections {output.corrections} --report {output.report} > {log} 2>&1"
+
+rule errors_edits:
+    """ERRANT edits of (sentence, correction) pairs, typed by mechanism, with syntactic context."""
+    input:
+        corrections=results("errors", "{domain}", "corrections.parquet"),
+    output:
+        edits=results("errors", "{domain}", "edits.parquet"),
+        words=results("errors", "{domain}", "words.parquet"),
+        report=results("errors", "{domain}", "edits.report.json"),
+    params:
+        edits=lambda w: params_json("errors", "edits"),
+    log:
+        "logs/errors/edits_{domain}.log",
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    threads: 1
+    conda:
+        "../envs/errors.yaml"
+    shell:
+        "python -u workflow_scripts/errors_edits.py --corrections {input.corrections}"
+        " --params {params.edits:q} --edits {output.edits} --words {output.words}"
+        " --report {output.report} > {log} 2>&1"
+
+rule errors_profiles:
+    """Per-user mechanism/context/rate profiles with smoothing, shrinkage and explicit fallback."""
+    input:
+        edits=results("errors", "{domain}", "edits.parquet"),
+        words=results("errors", "{domain}", "words.parquet"),
+        corrections=results("errors", "{domain}", "corrections.parquet"),
+    output:
+        profiles=results("errors", "{domain}", "profiles.json"),
+        summary=results("errors", "{domain}", "profiles.csv"),
+    params:
+        profiles=lambda w: params_json("errors", "profiles"),
+    log:
+        "logs/errors/profiles_{domain}.log",
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    threads: 1
+    conda:
+        "../envs/errors.yaml"
+    shell:
+        "python -u workflow_scripts/errors_profiles.py --edits {input.edits} --words {input.words}"
+        " --corrections {input.corrections} --params {params.profiles:q}"
+        " --profiles {output.profiles} --summary {output.summary} > {log} 2>&1"
+
+rule errors_sampling_eval:
+    """Five samplers' error queries attributed to users by profile likelihood (Top-1, MRR)."""
+    input:
+        edits=results("errors", "{domain}", "edits.parquet"),
+        words=results("errors", "{domain}", "words.parquet"),
+        corrections=results("errors", "{domain}", "corrections.parquet"),
+        products=lambda w: [results("data", w.domain, "products.parquet")] if TITLES_AS_TEXTS
+        else [],
+    output:
+        csv=results("errors", "{domain}", "sampling_eval.csv"),
+        json=results("errors", "{domain}", "sampling_eval.json"),
+    params:
+        errors=json.dumps({k: ERRORS[k] for k in ("edits", "profiles", "injection",
+                                                  "sampling_eval")},
+                          sort_keys=True, separators=(",", ":")),
+        seed=config["seed"],
+        products=lambda w, input: f"--products {input.products}" if input.products else "",
+    log:
+        "logs/errors/sampling_eval_{domain}.log",
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../envs/errors.yaml"
+    shell:
+        "python -u workflow_scripts/errors_sampling.py --edits {input.edits} --words {input.words}"
+        " --corrections {input.corrections} {params.products} --params {params.errors:q}"
+        " --seed {params.seed} --domain {wildcards.domain} --csv {output.csv}"
+        " --json {output.json} > {log} 2>&1"
+
+rule errors_tables:
+    """Error-sampling table (per domain and averaged) and correction statistics, CSV + LaTeX."""
+    input:
+        sampling_csv=expand(results("errors", "{domain}", "sampling_eval.csv"), domain=DOMAINS),
+        sampling_json=expand(results("errors", "{domain}", "sampling_eval.json"), domain=DOMAINS),
+        edit_reports=expand(results("errors", "{domain}", "edits.report.json"), domain=DOMAINS),
+        profiles=expand(results("errors", "{domain}", "profiles.json"), domain=DOMAINS),
+    output:
+        sampling_csv=results("errors", "sampling_eval.csv"),
+        sampling_tex="paper/generated/errors_sampling.tex",
+        stats_csv=results("errors", "error_statistics.csv"),
+        stats_tex="paper/generated/errors_statistics.tex",
+        mechanisms_tex="paper/generated/errors_mechanism_mix.tex",
+    params:
+        domains=" ".join(DOMAINS),
+        backends=" ".join(ERRORS_GEC["backends"]),
+        label=config["label"],
+    log:
+        "logs/errors/tables.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/errors.yaml"
+    shell:
+        "python -u workflow_scripts/errors_tables.py --domains {params.domains}"
+        " --sampling-csv {input.sampling_csv} --sampling-json {input.sampling_json}"
+        " --edit-reports {input.edit_reports} --profiles {input.profiles}"
+        " --backends {params.backends} --label {params.label:q}"
+        " --sampling-out-csv {output.sampling_csv} --sampling-tex {output.sampling_tex}"
+        " --stats-csv {output.stats_csv} --stats-tex {output.stats_tex}"
+        " --mechanisms-tex {output.mechanisms_tex} > {log} 2>&1"
+
+rule errors_figure:
+    """Mechanism distributions of the users with most errors against their domain's."""
+    input:
+        profiles=expand(results("errors", "{domain}", "profiles.json"), domain=DOMAINS),
+    output:
+        figure="paper/generated/errors_mechanism_profiles.pdf",
+        data=results("errors", "mechanisms_figure.csv"),
+    params:
+        domains=" ".join(DOMAINS),
+        n_users=ERRORS["figure"]["n_users"],
+        label=config["label"],
+    log:
+        "logs/errors/figure.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/errors.yaml"
+    shell:
+        "python -u workflow_scripts/errors_figure.py --domains {params.domains}"
+        " --profiles {input.profiles} --n-users {params.n_users} --label {params.label:q}"
+        " --figure {output.figure} --data {output.data} > {log} 2>&1"
+
+ERRORS_OUTPUTS = [
+    results("errors", "sampling_eval.csv"),
+    results("errors", "error_statistics.csv"),
+    results("errors", "mechanisms_figure.csv"),
+    "paper/generated/errors_sampling.tex",
+    "paper/generated/errors_statistics.tex",
+    "paper/generated/errors_mechanism_mix.tex",
+    "paper/generated/errors_mechanism_profiles.pdf",
+]
+FINAL_TARGETS.extend(ERRORS_OUTPUTS)
+FINAL_TARGETS.extend(expand(results("errors", "{domain}", "profiles.csv"), domain=DOMAINS))
+# Recovery of the planted habits is checked by tests/integration/test_errors_stage.py: the
+# planted truth is for tests only, no rule reads it.

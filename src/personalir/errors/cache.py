@@ -1,0 +1,117 @@
+"""Persistent cache of corrections, keyed by the sha256 of the input sentence.
+
+Correction is the expensive step of this stage, so every cacheable backend keeps its outputs
+in ``<root>/<backend>-<fingerprint>/``, where the fingerprint hashes everything that changes
+the backend's output (package and model versions, thresholds, iterations). A changed setting
+therefore starts a new, empty cache instead of serving stale corrections.
+
+Storage is lock-free and crash-safe: each flush writes one new Parquet segment
+(``seg-<content hash>.parquet``, columns ``key``, ``output``) through an atomic rename, so
+concurrent rules (one per domain) never overwrite each other and a reader never sees half a
+file. When more than ``max_segments`` segments pile up, a flush compacts them into one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from personalir.common.io import atomic_path, write_json
+
+
+def sentence_key(sentence: str) -> str:
+    return hashlib.sha256(sentence.encode("utf-8")).hexdigest()
+
+
+class CorrectionCache:
+    def __init__(self, root: str | Path, backend: str, fingerprint: str, *, max_segments: int = 32):
+        self.dir = Path(root) / f"{backend}-{fingerprint[:16]}"
+        self.backend = backend
+        self.fingerprint = fingerprint
+        self.max_segments = max_segments
+        self._store: dict[str, str] = {}
+        self._pending: dict[str, str] = {}
+        self._load()
+
+    def _segments(self) -> list[Path]:
+        return sorted(self.dir.glob("seg-*.parquet")) if self.dir.exists() else []
+
+    @staticmethod
+    def _read_segment(seg: Path) -> dict[str, str]:
+        try:
+            table = pq.read_table(seg)
+        except FileNotFoundError:  # compacted away by a concurrent writer: its merge has it
+            return {}
+        return dict(
+            zip(table.column("key").to_pylist(), table.column("output").to_pylist(), strict=True)
+        )
+
+    def _load(self) -> None:
+        for seg in self._segments():
+            self._store.update(self._read_segment(seg))
+
+    def __len__(self) -> int:
+        return len(self._store) + len(self._pending)
+
+    def get(self, sentence: str) -> str | None:
+        key = sentence_key(sentence)
+        hit = self._store.get(key)
+        return hit if hit is not None else self._pending.get(key)
+
+    def put_many(self, pairs: Iterable[tuple[str, str]]) -> None:
+        for sentence, output in pairs:
+            self._pending[sentence_key(sentence)] = output
+
+    def _write_segment(self, items: dict[str, str]) -> Path:
+        keys = sorted(items)
+        table = pa.table({"key": keys, "output": [items[k] for k in keys]})
+        digest = hashlib.sha256()
+        for k in keys:
+            digest.update(k.encode() + items[k].encode("utf-8") + b"\x00")
+        target = self.dir / f"seg-{digest.hexdigest()[:20]}.parquet"
+        if not target.exists():
+            with atomic_path(target, suffix=".parquet") as tmp:
+                pq.write_table(table, tmp, compression="zstd")
+        return target
+
+    def flush(self) -> int:
+        """Write pending entries as a new segment; return how many were written."""
+        if not self._pending:
+            return 0
+        self.dir.mkdir(parents=True, exist_ok=True)
+        manifest = self.dir / "manifest.json"
+        if not manifest.exists():
+            write_json(
+                manifest,
+                {
+                    "backend": self.backend,
+                    "fingerprint": self.fingerprint,
+                    "key": "sha256 of the UTF-8 input sentence",
+                },
+            )
+        n = len(self._pending)
+        self._write_segment(self._pending)
+        self._store.update(self._pending)
+        self._pending = {}
+        segments = self._segments()
+        if len(segments) > self.max_segments:
+            merged: dict[str, str] = {}
+            for seg in segments:
+                merged.update(self._read_segment(seg))
+            keep = self._write_segment(merged)
+            for seg in segments:
+                if seg != keep:
+                    seg.unlink(missing_ok=True)
+        return n
+
+    def describe(self) -> dict:
+        return {
+            "dir": str(self.dir),
+            "entries": len(self),
+            "segments": len(self._segments()),
+            "fingerprint": self.fingerprint,
+        }
