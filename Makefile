@@ -28,7 +28,8 @@ test: setup
 
 setup: system-deps $(STAMP)
 
-# Debian packages: a TeX engine for the paper PDF.
+# Debian packages: a TeX engine for the paper PDF; a Java 17 runtime for pyserini's Lucene
+# (the BM25 parity test and the `pyserini` comparison in benchmarks/bench_retrieval.py).
 system-deps:
 	@if ! command -v pdflatex >/dev/null 2>&1; then \
 	  echo "Installing a TeX engine from Debian (texlive-latex-base)..."; \
@@ -36,6 +37,13 @@ system-deps:
 	  $$SUDO apt-get update -qq && \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    texlive-latex-base texlive-latex-recommended texlive-fonts-recommended lmodern; \
+	fi
+	@if ! command -v java >/dev/null 2>&1; then \
+	  echo "Installing a Java runtime from Debian (openjdk-17-jre-headless)..."; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    openjdk-17-jre-headless; \
 	fi
 
 # The lock pins every transitive package, so it installs with --no-deps (no resolution,

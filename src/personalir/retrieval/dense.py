@@ -1,0 +1,90 @@
+"""Dense bi-encoders through sentence-transformers, with exact inner-product search.
+
+Any sentence-transformers model works by name (hub id or folder): packaged default
+all-MiniLM-L6-v2, paper scale ``thenlper/gte-base``. Embeddings are L2-normalised by default
+(cosine); the search is exhaustive (every document scored, the result faiss' IndexFlatIP would
+give) with ties broken by corpus position. ``encode_query``/``encode_document`` apply the
+model's own query/document prompts when it defines them; ``query_prompt``/``document_prompt``
+override them (e.g. ``"query: "`` for E5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from personalir.retrieval.base import (
+    RETRIEVERS,
+    QueryText,
+    Ranking,
+    Retriever,
+    chunks,
+    ranking_from_scores,
+)
+from personalir.retrieval.corpus import Corpus
+from personalir.retrieval.models import resolve_model
+from personalir.retrieval.torchutil import setup_torch
+
+
+class DenseEncoder:
+    def __init__(self, model: str, settings, params: dict):
+        setup_torch(settings)
+        from sentence_transformers import SentenceTransformer
+
+        ref = resolve_model(model, allow_download=settings.allow_download)
+        self.model = SentenceTransformer(ref.path, device=settings.torch_device())
+        if params.get("max_length"):
+            self.model.max_seq_length = int(params["max_length"])
+        self.params = params
+        self.batch_size = settings.batch_size
+
+    def _encode(self, texts: Sequence[str], role: str) -> np.ndarray:
+        prompt = self.params.get(f"{role}_prompt")
+        fn = getattr(self.model, f"encode_{role}", None) or self.model.encode
+        kwargs = {"prompt": prompt} if prompt else {}
+        emb = fn(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=bool(self.params.get("normalize", True)),
+            show_progress_bar=False,
+            **kwargs,
+        )
+        return np.asarray(emb, dtype=np.float32)
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, "document")
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, "query")
+
+
+@RETRIEVERS.register("dense")
+class DenseRetriever(Retriever):
+    family = "dense"
+    default_model = "packaged:all-MiniLM-L6-v2"
+    default_params = {
+        "normalize": True,
+        "max_length": None,
+        "query_prompt": None,
+        "document_prompt": None,
+    }
+
+    def index(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+        if getattr(self, "encoder", None) is None:  # loaded once, reused for every domain
+            self.encoder = DenseEncoder(self.model, self.settings, self.params)
+        self.docs = self.encoder.encode_documents(corpus.texts)
+
+    def score_blocks(self, queries: Sequence[QueryText]):
+        reps = self.encoder.encode_queries([q.text for q in queries])
+        for sl in chunks(len(queries), self.settings.query_chunk):
+            yield sl, reps[sl] @ self.docs.T
+
+    def rank(self, queries: Sequence[QueryText], depth: int) -> Ranking:
+        out: Ranking = {}
+        for sl, block in self.score_blocks(queries):
+            ids = [q.query_id for q in queries[sl]]
+            out.update(ranking_from_scores(ids, self.corpus.doc_ids, block, depth))
+        return out

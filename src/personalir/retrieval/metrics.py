@@ -1,0 +1,263 @@
+"""Per-query ranks and measures, and PQB's robustness metrics built from them.
+
+Per query (one row of the per-query Parquet): ``rank`` of the relevant document (the query's
+``product``) in the run's order, 0 when the run does not retrieve it; ``rr`` = 1/rank when
+1 <= rank <= ``rr_depth`` (200) else 0; ``hit@K`` = 1 when 1 <= rank <= K; and the standard
+measures computed by ir_measures (``R@10``, ``RR@200``, ``nDCG@10``, ...) from the same order.
+A query of the evaluated set that the run does not list retrieves nothing (all measures 0,
+as ``trec_eval -c``).
+
+PQB metrics, each written as a ratio of per-product sums, ``value = sum_p num_p / sum_p den_p``
+so that the bootstrap and the paired tests resample products (queries of one product are not
+independent):
+
+``Flip@K``      per product, the mean over its syntactic pairs (a, b) of
+                ``|hit@K(a) - hit@K(b)|``; averaged over products (num_p = that mean, den_p = 1).
+``RRstd@D``     per product with at least two distinct syntactic queries (distinct by user and
+                text), the population standard deviation of RR@D over them; averaged over
+                products. D = 200: a target ranked below 200 counts RR = 0.
+``Deg@K``       mean over writing-error pairs of ``hit@K(clean) - hit@K(error)`` (num_p = the
+                product's sum, den_p = its pair count).
+``MRRdeg@D``    mean over writing-error pairs of ``RR@D(clean) - RR@D(error)``: MRR(clean) -
+                MRR(error) over the same pairs, a miss counting RR = 0.
+standard        mean over distinct queries (by product, user and text) of the ir_measures value.
+
+A pair counts only when both of its queries were evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from personalir.common.registry import Registry
+
+QUERY_COLUMNS = ("query_id", "domain", "product", "user_id", "pair_id", "kind", "role", "text")
+DISTINCT_QUERY = ["product", "user_id", "text"]
+
+
+@dataclass(frozen=True)
+class MetricSettings:
+    flip_k: tuple[int, ...] = (1, 5, 10, 20)
+    deg_k: tuple[int, ...] = (1, 5, 10, 20)
+    rr_depth: int = 200
+    standard: tuple[str, ...] = ("R@1", "R@5", "R@10", "R@20", "RR@200", "nDCG@10")
+
+    @classmethod
+    def from_config(cls, section: Mapping) -> MetricSettings:
+        return cls(
+            flip_k=tuple(section.get("flip_k", cls.flip_k)),
+            deg_k=tuple(section.get("deg_k", cls.deg_k)),
+            rr_depth=int(section.get("rr_depth", cls.rr_depth)),
+            standard=tuple(section.get("standard", cls.standard)),
+        )
+
+    @property
+    def hit_ks(self) -> list[int]:
+        return sorted(set(self.flip_k) | set(self.deg_k))
+
+    def pqb_metrics(self) -> list[str]:
+        return (
+            [f"Flip@{k}" for k in self.flip_k]
+            + [f"RRstd@{self.rr_depth}"]
+            + [f"Deg@{k}" for k in self.deg_k]
+            + [f"MRRdeg@{self.rr_depth}"]
+        )
+
+    def all_metrics(self) -> list[str]:
+        return self.pqb_metrics() + list(self.standard)
+
+
+def per_query_frame(
+    queries: Sequence[Mapping],
+    run: Mapping[str, Sequence[str]],
+    settings: MetricSettings,
+    evaluated: Iterable[str] | None = None,
+) -> pd.DataFrame:
+    """One row per evaluated query: identity columns, rank, rr, hit@K and standard measures."""
+    import ir_measures
+
+    keep = None if evaluated is None else set(evaluated)
+    rows = [q for q in queries if keep is None or q["query_id"] in keep]
+    ranks = []
+    for q in rows:
+        docs = run.get(q["query_id"], ())
+        try:
+            ranks.append(list(docs).index(q["product"]) + 1)
+        except ValueError:
+            ranks.append(0)
+    frame = pd.DataFrame({c: [q[c] for q in rows] for c in QUERY_COLUMNS})
+    rank = np.asarray(ranks, dtype=np.int64)
+    frame["rank"] = rank
+    found = (rank >= 1) & (rank <= settings.rr_depth)
+    frame["rr"] = np.where(found, 1.0 / np.maximum(rank, 1), 0.0)
+    for k in settings.hit_ks:
+        frame[f"hit@{k}"] = ((rank >= 1) & (rank <= k)).astype(np.int8)
+    if settings.standard:
+        measures = [ir_measures.parse_measure(m) for m in settings.standard]
+        qrels = {q["query_id"]: {q["product"]: 1} for q in rows}
+        # Scores encode the run's order exactly, so ir_measures cannot reorder ties.
+        scored = {
+            q["query_id"]: {d: float(len(docs) - i) for i, d in enumerate(docs)}
+            for q in rows
+            if (docs := run.get(q["query_id"]))
+        }
+        values = {str(m): dict.fromkeys(frame["query_id"], 0.0) for m in measures}
+        for metric in ir_measures.iter_calc(measures, qrels, scored):
+            values[str(metric.measure)][metric.query_id] = float(metric.value)
+        for name in settings.standard:
+            key = str(ir_measures.parse_measure(name))
+            frame[name] = frame["query_id"].map(values[key]).astype(float)
+    return frame
+
+
+# --- metric definitions -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric as per-product (num, den) sums: value = sum(num) / sum(den)."""
+
+    name: str
+    lower_is_more_robust: bool = True
+    params: dict = field(default_factory=dict)
+
+    def units(self, frame: pd.DataFrame) -> pd.DataFrame:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def items(self, frame: pd.DataFrame) -> int:  # pragma: no cover - interface
+        """How many pairs or queries the value averages (reported next to it)."""
+        raise NotImplementedError
+
+
+METRICS: Registry[type[Metric]] = Registry("metric")
+_NAME = re.compile(r"^(?P<family>[A-Za-z]+)@(?P<k>\d+)$")
+
+
+def _pairs(frame: pd.DataFrame, kind: str, value: str) -> pd.DataFrame:
+    """Pairs of ``kind`` with both roles evaluated: columns product, pair_id, <role values>."""
+    first, second = {"syntactic": ("a", "b"), "writing_error": ("clean", "error")}[kind]
+    sub = frame.loc[frame["kind"] == kind, ["product", "pair_id", "role", value]]
+    left = sub.loc[sub["role"] == first, ["product", "pair_id", value]]
+    right = sub.loc[sub["role"] == second, ["pair_id", value]]
+    pairs = left.merge(right, on="pair_id", how="inner", suffixes=("_1", "_2"))
+    pairs = pairs.rename(columns={f"{value}_1": first, f"{value}_2": second})
+    return pairs.sort_values(["product", "pair_id"], kind="stable").reset_index(drop=True)
+
+
+def _empty_units() -> pd.DataFrame:
+    return pd.DataFrame({"product": pd.Series(dtype=str), "num": [], "den": []})
+
+
+@METRICS.register("Flip")
+@dataclass(frozen=True)
+class FlipAtK(Metric):
+    def items(self, frame: pd.DataFrame) -> int:
+        return len(_pairs(frame, "syntactic", "rr"))
+
+    def units(self, frame: pd.DataFrame) -> pd.DataFrame:
+        k = self.params["k"]
+        pairs = _pairs(frame, "syntactic", f"hit@{k}")
+        if pairs.empty:
+            return _empty_units()
+        pairs["flip"] = (pairs["a"] - pairs["b"]).abs()
+        out = pairs.groupby("product", sort=True)["flip"].mean().rename("num").reset_index()
+        out["den"] = 1.0
+        return out
+
+
+@METRICS.register("RRstd")
+@dataclass(frozen=True)
+class RRStd(Metric):
+    def items(self, frame: pd.DataFrame) -> int:
+        distinct = frame.loc[frame["kind"] == "syntactic"].drop_duplicates(DISTINCT_QUERY)
+        counts = distinct.groupby("product").size()
+        return int(counts[counts >= 2].sum())
+
+    def units(self, frame: pd.DataFrame) -> pd.DataFrame:
+        syn = frame.loc[frame["kind"] == "syntactic"]
+        distinct = syn.drop_duplicates(DISTINCT_QUERY)
+        stats = distinct.groupby("product", sort=True)["rr"].agg(["count", lambda s: s.std(ddof=0)])
+        stats.columns = ["count", "std"]
+        stats = stats[stats["count"] >= 2]
+        if stats.empty:
+            return _empty_units()
+        return pd.DataFrame(
+            {"product": stats.index.to_numpy(), "num": stats["std"].to_numpy(), "den": 1.0}
+        )
+
+
+def _degradation_units(frame: pd.DataFrame, value: str) -> pd.DataFrame:
+    pairs = _pairs(frame, "writing_error", value)
+    if pairs.empty:
+        return _empty_units()
+    pairs["d"] = pairs["clean"] - pairs["error"]
+    out = pairs.groupby("product", sort=True)["d"].agg(["sum", "count"]).reset_index()
+    return out.rename(columns={"sum": "num", "count": "den"}).astype({"den": float})
+
+
+@METRICS.register("Deg")
+@dataclass(frozen=True)
+class DegAtK(Metric):
+    def items(self, frame: pd.DataFrame) -> int:
+        return len(_pairs(frame, "writing_error", "rr"))
+
+    def units(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return _degradation_units(frame, f"hit@{self.params['k']}")
+
+
+@METRICS.register("MRRdeg")
+@dataclass(frozen=True)
+class MRRDeg(Metric):
+    def items(self, frame: pd.DataFrame) -> int:
+        return len(_pairs(frame, "writing_error", "rr"))
+
+    def units(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return _degradation_units(frame, "rr")
+
+
+@dataclass(frozen=True)
+class StandardMeasure(Metric):
+    """An ir_measures column of the per-query frame, averaged over distinct queries."""
+
+    def items(self, frame: pd.DataFrame) -> int:
+        return len(frame.drop_duplicates(DISTINCT_QUERY))
+
+    def units(self, frame: pd.DataFrame) -> pd.DataFrame:
+        if self.name not in frame.columns:
+            raise KeyError(f"per-query frame has no column {self.name!r}")
+        distinct = frame.drop_duplicates(DISTINCT_QUERY)
+        out = distinct.groupby("product", sort=True)[self.name].agg(["sum", "count"])
+        out = out.reset_index().rename(columns={"sum": "num", "count": "den"})
+        return out.astype({"den": float})
+
+
+def parse_metric(name: str, rr_depth: int = 200) -> Metric:
+    """``Flip@10``, ``RRstd@200``, ``Deg@5``, ``MRRdeg@200``; anything else is ir_measures'."""
+    m = _NAME.match(name)
+    if m and m.group("family") in METRICS:
+        family, k = m.group("family"), int(m.group("k"))
+        if family in ("RRstd", "MRRdeg") and k != rr_depth:
+            raise ValueError(
+                f"metric {name!r}: the per-query frame holds RR at depth {rr_depth}, not {k}"
+            )
+        return METRICS.get(family)(name=name, params={"k": k})
+    return StandardMeasure(name=name, lower_is_more_robust=False)
+
+
+def metric_value(frame: pd.DataFrame, name: str, rr_depth: int = 200) -> float:
+    units = parse_metric(name, rr_depth).units(frame)
+    den = units["den"].sum()
+    return float(units["num"].sum() / den) if den > 0 else float("nan")
+
+
+def restrict_to_common(frames: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
+    """Each frame limited to the query ids evaluated in all of them (for paired comparisons)."""
+    common = set(frames[0]["query_id"])
+    for f in frames[1:]:
+        common &= set(f["query_id"])
+    return [f[f["query_id"].isin(common)].reset_index(drop=True) for f in frames]

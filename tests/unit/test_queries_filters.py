@@ -1,0 +1,102 @@
+"""Validity filters: each removal is attributed to the first filter failed, per backend."""
+
+import numpy as np
+import pandas as pd
+
+from personalir.queries.filters import (
+    VALID,
+    FilterContext,
+    ProductInfo,
+    apply_filters,
+    filter_counts,
+)
+from personalir.queries.terms import AttributeVocabulary
+
+INFO = ProductInfo(
+    asin="B0TEST0001",
+    title="Velvet Fret USB Audio Interface, Red",
+    document="Velvet Fret USB Audio Interface, Red. A metal vintage interface.",
+    core_terms=["Velvet Fret", "Red", "Metal", "Vintage", "USB"],
+    keys=["Brand", "Color", "Material", "Style Name", "Connectivity Technology"],
+    values=["Velvet Fret", "Red", "Metal", "Vintage", "USB"],
+    head="audio interface",
+)
+VOCAB = AttributeVocabulary.from_products(
+    [INFO.keys, ["Brand", "Color"]], [INFO.values, ["Kestrel", "Blue"]]
+)
+SETTINGS = {
+    "lexical": {"frequency": 1},
+    "contradiction": {"keys": None},
+    "semantic": {"model": "unused", "min_similarity": 0.5},
+    "fluency": {"max_perplexity": 100.0},
+}
+
+
+class FakeEncoder:
+    """Similarity 1 with the document unless the text says 'offtopic' (then 0)."""
+
+    def encode(self, texts):
+        return np.array([[0.0, 1.0] if "offtopic" in t else [1.0, 0.0] for t in texts])
+
+
+def candidates(rows):
+    return pd.DataFrame(
+        [
+            {"candidate_id": f"{b}:{i}", "product": INFO.asin, "backend": b, "text": t}
+            for i, (b, t) in enumerate(rows)
+        ]
+    )
+
+
+def test_each_candidate_is_counted_at_its_first_failed_filter():
+    good = "velvet fret red metal vintage USB interface"
+    rows = [
+        ("lm", good),
+        ("lm", "velvet fret red red metal vintage USB"),  # lexical: Red twice
+        ("lm", "velvet fret red metal vintage USB like kestrel"),  # contradiction
+        ("grammar", "Velvet-Fret RED metal, vintage USB interface!"),  # duplicate of the first
+        ("grammar", "offtopic velvet fret red metal vintage USB"),  # semantic
+        ("grammar", "B0TEST0001 velvet fret red metal vintage USB"),  # product id
+        ("grammar", "a USB interface by Velvet Fret in red, made of metal, vintage"),
+    ]
+    ctx = FilterContext({INFO.asin: INFO}, VOCAB, SETTINGS)
+    ctx.encoder = FakeEncoder()
+    order = ["lexical", "contradiction", "duplicate", "semantic"]
+    out = apply_filters(candidates(rows), ctx, order)
+    assert out["status"].tolist() == [
+        VALID,
+        "lexical",
+        "contradiction",
+        "duplicate",
+        "semantic",
+        "lexical",
+        VALID,
+    ]
+    assert "'Red'=2" in out.loc[1, "reason"] and "product id" in out.loc[5, "reason"]
+    assert out.loc[3, "reason"] == "same words as lm:0"
+    counts = filter_counts(out, order)
+    assert counts["lm"] == {
+        "generated": 3,
+        "removed_lexical": 1,
+        "removed_contradiction": 1,
+        "removed_duplicate": 0,
+        "removed_semantic": 0,
+        "valid": 1,
+    }
+    assert counts["grammar"]["removed_duplicate"] == 1
+    assert counts["grammar"]["removed_semantic"] == 1
+    # Similarity is computed only for the candidates that reached the semantic filter.
+    assert out["similarity"].notna().tolist() == [True, False, False, False, True, False, True]
+
+
+def test_fluency_filter_uses_the_context_scorer():
+    ctx = FilterContext(
+        {INFO.asin: INFO},
+        VOCAB,
+        SETTINGS,
+        perplexity=lambda texts: [50.0 if "fine" in t else 500.0 for t in texts],
+    )
+    out = apply_filters(candidates([("lm", "fine"), ("lm", "bad")]), ctx, ["fluency"])
+    assert out["status"].tolist() == [VALID, "fluency"]
+    assert out["perplexity"].tolist() == [50.0, 500.0]
+    assert out.loc[1, "reason"] == "perplexity 500.0 > 100.0"
