@@ -15,9 +15,7 @@ QUERIES_CANDIDATE_KEYS = (
 )
 QUERIES_SELECT_KEYS = ("lm", "filters", "matching", "pairs", "writing_error", "identifiability")
 
-
-def queries_params(keys):
-    return json.dumps({k: QUERIES[k] for k in keys}, sort_keys=True, separators=(",", ":"))
+queries_params = partial(workflow_support.section_json, config, "queries")
 
 
 rule queries_lm:

@@ -3,70 +3,21 @@
 # Library: personalir.retrieval (docs/retrieval.md). Retrievers and imported run files are
 # named in retrieval.use; their definitions are retrieval.retrievers / retrieval.run_files.
 import json
-import re
 
 RETRIEVAL = config["retrieval"]
 RETRIEVAL_USE = RETRIEVAL["use"]
 RETRIEVER_DEFS = RETRIEVAL["retrievers"]
 RUN_FILE_DEFS = RETRIEVAL["run_files"]
-
-
-def _retrieval_names():
-    """Names whose runs the workflow makes: the used ones and the first stages they need."""
-    for name in RETRIEVAL_USE:
-        if name in RETRIEVER_DEFS and name in RUN_FILE_DEFS:
-            raise ValueError(f"retrieval: {name!r} is both a retriever and a run file")
-        if name not in RETRIEVER_DEFS and name not in RUN_FILE_DEFS:
-            raise ValueError(
-                f"retrieval.use names {name!r}, which is in neither retrieval.retrievers "
-                "nor retrieval.run_files"
-            )
-    pending, built, imported = list(RETRIEVAL_USE), [], []
-    while pending:
-        name = pending.pop(0)
-        if name in built or name in imported:
-            continue
-        if name in RUN_FILE_DEFS:
-            imported.append(name)
-            continue
-        if name not in RETRIEVER_DEFS:
-            raise ValueError(f"retrieval: first stage {name!r} is not defined")
-        built.append(name)
-        first = (RETRIEVER_DEFS[name].get("params") or {}).get("first_stage")
-        if first:
-            pending.append(first)
-    return built, imported
-
-
-RETRIEVAL_BUILT, RETRIEVAL_IMPORTED = _retrieval_names()
-
-
-def _name_pattern(names):
-    return "|".join(re.escape(n) for n in names) or "(?!x)x"
-
-
-def retrieval_first_stage(name):
-    return (RETRIEVER_DEFS[name].get("params") or {}).get("first_stage")
-
-
-def retrieval_query_source(wildcards):
-    q = RETRIEVAL["queries"]
-    if q["source"] == "released":
-        if not q["released_path"]:
-            raise ValueError("retrieval.queries.source is 'released' but released_path is null")
-        return q["released_path"].format(domain=wildcards.domain)
-    return results("queries", wildcards.domain, "benchmark.jsonl")
-
-
-def retrieval_resource(name, key):
-    value = RETRIEVER_DEFS.get(name, {}).get(key)
-    return RETRIEVAL["resources"][key] if value is None else value
-
-
-def retrieval_run_settings():
-    keys = ("depth", "device", "batch_size", "doc_chunk", "query_chunk", "allow_download")
-    return json.dumps({k: RETRIEVAL[k] for k in keys}, sort_keys=True, separators=(",", ":"))
-
+RETRIEVAL_BUILT, RETRIEVAL_IMPORTED = workflow_support.retrieval_names(RETRIEVAL)
+_name_pattern = workflow_support.name_pattern
+retrieval_first_stage = partial(workflow_support.retrieval_first_stage, RETRIEVAL)
+retrieval_query_source = partial(workflow_support.retrieval_query_source, config)
+retrieval_resource = partial(workflow_support.retrieval_resource, RETRIEVAL)
+RETRIEVAL_RUN_SETTINGS = workflow_support.section_json(
+    config,
+    "retrieval",
+    ("depth", "device", "batch_size", "doc_chunk", "query_chunk", "allow_download"),
+)
 
 RETRIEVAL_CORPUS = expand(results("data", "{domain}", "products.parquet"), domain=DOMAINS)
 RETRIEVAL_QUERIES = expand(results("retrieval", "{domain}", "queries.jsonl"), domain=DOMAINS)
@@ -117,7 +68,7 @@ rule retrieval_run:
         retriever=_name_pattern(RETRIEVAL_BUILT),
     params:
         entry=lambda w: json.dumps(RETRIEVER_DEFS[w.retriever], sort_keys=True),
-        settings=retrieval_run_settings(),
+        settings=RETRIEVAL_RUN_SETTINGS,
         seed=config["seed"],
         domains=" ".join(DOMAINS),
         first_stage=lambda w, input: (

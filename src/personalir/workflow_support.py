@@ -32,3 +32,68 @@ def raw_files(config: Mapping, domain: str) -> dict[str, str]:
 
     found = locate_local(config["data"]["local_dir"], domain)
     return {"reviews": str(found["review"]), "meta": str(found["meta"])}
+
+
+def section_json(config: Mapping, section: str, keys) -> str:
+    """Selected keys of one config section as compact JSON (only what a rule reads)."""
+    return json.dumps({k: config[section][k] for k in keys}, sort_keys=True, separators=(",", ":"))
+
+
+# --- retrieval stage -----------------------------------------------------------------------
+
+
+def retrieval_first_stage(retrieval: Mapping, name: str) -> str | None:
+    """The first stage a retriever reranks (``params.first_stage``), or None."""
+    return (retrieval["retrievers"][name].get("params") or {}).get("first_stage")
+
+
+def retrieval_names(retrieval: Mapping) -> tuple[list[str], list[str]]:
+    """Names whose runs the workflow makes: (built retrievers, imported run files), the used
+    ones plus the first stages they need."""
+    defs, run_files = retrieval["retrievers"], retrieval["run_files"]
+    for name in retrieval["use"]:
+        if name in defs and name in run_files:
+            raise ValueError(f"retrieval: {name!r} is both a retriever and a run file")
+        if name not in defs and name not in run_files:
+            raise ValueError(
+                f"retrieval.use names {name!r}, which is in neither retrieval.retrievers "
+                "nor retrieval.run_files"
+            )
+    pending, built, imported = list(retrieval["use"]), [], []
+    while pending:
+        name = pending.pop(0)
+        if name in built or name in imported:
+            continue
+        if name in run_files:
+            imported.append(name)
+            continue
+        if name not in defs:
+            raise ValueError(f"retrieval: first stage {name!r} is not defined")
+        built.append(name)
+        first = retrieval_first_stage(retrieval, name)
+        if first:
+            pending.append(first)
+    return built, imported
+
+
+def name_pattern(names) -> str:
+    """A wildcard constraint matching exactly these names (nothing when empty)."""
+    import re
+
+    return "|".join(re.escape(n) for n in names) or "(?!x)x"
+
+
+def retrieval_query_source(config: Mapping, wildcards) -> str:
+    """The PQB query file of a domain: this workflow's benchmark or a released file."""
+    q = config["retrieval"]["queries"]
+    if q["source"] == "released":
+        if not q["released_path"]:
+            raise ValueError("retrieval.queries.source is 'released' but released_path is null")
+        return q["released_path"].format(domain=wildcards.domain)
+    return results_path(config["results_dir"], "queries", wildcards.domain, "benchmark.jsonl")
+
+
+def retrieval_resource(retrieval: Mapping, name: str, key: str):
+    """A retriever's own resource setting, or the stage default."""
+    value = retrieval["retrievers"].get(name, {}).get(key)
+    return retrieval["resources"][key] if value is None else value

@@ -11,7 +11,6 @@ from personalir.queries.matching import (
     load_user_profiles,
 )
 from personalir.queries.pairs import (
-    FLUENCY_PREFETCH,
     FluencyCache,
     HeldOutKNN,
     attribution_checks,
@@ -115,10 +114,9 @@ def test_pairs_farthest_gaussians_first_disjoint_users_best_margin():
     # The candidate of largest normalised margin: b1 (at B's mean), c1 (at C's mean).
     assert by_user == {"B": "b1", "C": "c1"}
     assert sel.report["feasible_user_pairs"] == 3
-    # Lazy filter: one batch per side (the side's best FLUENCY_PREFETCH candidates), no more.
-    assert len(calls) == 2 and all(1 <= len(c) <= FLUENCY_PREFETCH for c in calls)
-    assert calls[0][0] in ("text b1", "text c1") and calls[1][0] in ("text b1", "text c1")
-    assert all(t.startswith(("text b", "text c")) for c in calls for t in c)
+    # Only the two chosen candidates were scored for fluency (the lazy filter: fluency costs
+    # a model pass per text, so nothing is scored ahead of need).
+    assert sorted(t for c in calls for t in c) == ["text b1", "text c1"]
 
 
 def test_lazy_fluency_moves_to_the_next_candidate_and_counts():

@@ -32,9 +32,6 @@ import pandas as pd
 from personalir.queries.filters import fluency_reason
 from personalir.queries.matching import GAUSSIAN_DISTANCES, UserProfile
 
-# Candidates scored together when a side is picked (the first usually passes).
-FLUENCY_PREFETCH = 4
-
 
 @dataclass
 class FluencyCache:
@@ -110,8 +107,6 @@ def select_product_pairs(
         own = [int(c) for c in own if int(c) not in used_cands]
         # Largest normalised margin first; ties by candidate id (stable, deterministic).
         own.sort(key=lambda c: (-(norm[other, c] - norm[me, c]), cand_ids[c]))
-        # One model batch for the likeliest picks instead of one call per candidate.
-        fluency.perplexity([texts[c] for c in own[:FLUENCY_PREFETCH]])
         for c in own:
             if fluency.fluent(texts[c]):
                 return c
