@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import pyarrow.parquet as pq
 import pytest
@@ -28,8 +27,8 @@ def sample_run(tmp_path_factory):
         for name in ("products.parquet", "user_sentences.parquet")
     ]
     targets.append("results/report/dataset_statistics.csv")
-    if shutil.which("pdflatex"):
-        targets.append("paper/main.pdf")
+    # Only the data stage: the paper PDF needs every stage (the whole sample workflow, which
+    # `make run` exercises); tests/unit/test_report.py builds a PDF from a small document.
     proc = snakemake(work, "--profile", "profiles/local", *targets)
     return {"work": work, "targets": targets, "log": proc.stderr}
 
@@ -51,8 +50,6 @@ def test_outputs_for_every_domain(sample_run):
     assert stats[0].startswith("Domain,Products,") and len(stats) == 1 + len(DOMAINS) + 1
     tex = (work / "paper/generated/dataset_statistics.tex").read_text()
     assert r"\begin{tabular}" in tex and "Musical Instruments" in tex
-    if "paper/main.pdf" in sample_run["targets"]:
-        assert (work / "paper/main.pdf").read_bytes()[:5] == b"%PDF-"
 
 
 def test_second_run_has_nothing_to_do(sample_run):
