@@ -56,13 +56,13 @@ rule retrieval_run:
         corpus=RETRIEVAL_CORPUS,
         queries=RETRIEVAL_QUERIES,
         first_stage=lambda w: (
-            expand(results("retrieval", "{domain}", f"{retrieval_first_stage(w.retriever)}.run"),
+            expand(results("retrieval", "{domain}", f"{retrieval_first_stage(w.retriever)}.run.gz"),
                    domain=DOMAINS)
             if retrieval_first_stage(w.retriever)
             else []
         ),
     output:
-        runs=expand(results("retrieval", "{domain}", "{{retriever}}.run"), domain=DOMAINS),
+        runs=expand(results("retrieval", "{domain}", "{{retriever}}.run.gz"), domain=DOMAINS),
         meta=results("retrieval", "meta", "{retriever}.json"),
     wildcard_constraints:
         retriever=_name_pattern(RETRIEVAL_BUILT),
@@ -98,7 +98,7 @@ rule retrieval_import_run:
         corpus=RETRIEVAL_CORPUS,
         queries=RETRIEVAL_QUERIES,
     output:
-        runs=expand(results("retrieval", "{domain}", "{{retriever}}.run"), domain=DOMAINS),
+        runs=expand(results("retrieval", "{domain}", "{{retriever}}.run.gz"), domain=DOMAINS),
         meta=results("retrieval", "meta", "{retriever}.json"),
     wildcard_constraints:
         retriever=_name_pattern(RETRIEVAL_IMPORTED),
@@ -123,7 +123,7 @@ rule retrieval_import_run:
 rule retrieval_metrics:
     """Per-query ranks, Flip/Deg hits, RR@200 and ir_measures values of one retriever."""
     input:
-        runs=expand(results("retrieval", "{domain}", "{{retriever}}.run"), domain=DOMAINS),
+        runs=expand(results("retrieval", "{domain}", "{{retriever}}.run.gz"), domain=DOMAINS),
         meta=results("retrieval", "meta", "{retriever}.json"),
         corpus=RETRIEVAL_CORPUS,
         queries=RETRIEVAL_QUERIES,

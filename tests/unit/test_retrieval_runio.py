@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from personalir.retrieval.runio import RunFormatError, read_run, write_run
+from personalir.retrieval.runio import RunFormatError, read_run, read_run_text, write_run
 
 QUERIES = ["q1", "q2"]
 DOCS = ["d1", "d2", "d3"]
@@ -71,3 +71,15 @@ def test_writer_rejects_bad_tag_and_scores(tmp_path):
     with pytest.raises(ValueError, match="not finite"):
         write_run(tmp_path / "b.run", {"q1": [("d1", float("inf"))]}, tag="t")
     assert not (tmp_path / "b.run").exists()  # atomic: nothing half-written is left
+
+
+def test_gzip_runs_round_trip_with_stable_bytes(tmp_path):
+    ranking = {"q1": [("d2", 2.0), ("d1", 1.0)], "q2": [("d1", 0.5)]}
+    a, b = tmp_path / "a.run.gz", tmp_path / "b.run.gz"
+    assert write_run(a, ranking, tag="t") == 3
+    write_run(b, ranking, tag="t")
+    assert a.read_bytes()[:2] == b"\x1f\x8b" and a.read_bytes() == b.read_bytes()
+    assert read_run(a) == {"q1": ["d2", "d1"], "q2": ["d1"]}
+    plain = tmp_path / "a.run"
+    write_run(plain, ranking, tag="t")
+    assert read_run_text(a) == plain.read_text()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from personalir.common.io import read_json, write_json, write_parquet, write_text
+from personalir.common.io import read_json, write_json, write_parquet
 from personalir.queries.benchmark_format import read_benchmark, write_benchmark
 from personalir.retrieval.base import QueryText, RetrieverSpec, RunSettings
 from personalir.retrieval.corpus import (
@@ -23,7 +23,7 @@ from personalir.retrieval.corpus import (
     load_query_source,
 )
 from personalir.retrieval.metrics import MetricSettings, per_query_frame
-from personalir.retrieval.runio import read_run, write_run
+from personalir.retrieval.runio import read_run, read_run_text, write_run, write_run_text
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def import_run(
         run = read_run(
             source_paths[i], query_ids=[r["query_id"] for r in records], doc_ids=corpus.doc_ids
         )
-        write_text(run_paths[i], Path(source_paths[i]).read_text(encoding="utf-8"))
+        write_run_text(run_paths[i], read_run_text(source_paths[i]))
         meta["domains"][domain] = {
             "documents": len(corpus),
             "queries": len(records),

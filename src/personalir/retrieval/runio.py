@@ -9,10 +9,14 @@ Order within a query: by score, highest first, ties broken by the file's rank co
 rank column of a valid file is unique per query, so the order is always defined; trec_eval
 instead breaks score ties by document id, which makes tied runs depend on id spelling.) Every
 measure of this package, the ir_measures ones included, is computed from that one order.
+
+A path ending in ``.gz`` is gzip-compressed (written with a zero timestamp, so the bytes
+depend only on the content); the workflow stores its runs that way.
 """
 
 from __future__ import annotations
 
+import gzip
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -36,15 +40,35 @@ def write_run(
     """Write ``ranking`` (query id -> [(doc id, score)] best first) atomically; return lines."""
     if not tag or any(c.isspace() for c in tag):
         raise ValueError(f"run tag {tag!r} must be a non-empty string without whitespace")
-    n = 0
-    with atomic_open(path) as fh:
-        for qid, docs in ranking.items():
-            for rank, (doc_id, score) in enumerate(docs, 1):
-                if not math.isfinite(score):
-                    raise ValueError(f"query {qid!r}: score of {doc_id!r} is not finite")
-                fh.write(f"{qid} Q0 {doc_id} {rank} {format_score(score)} {tag}\n")
-                n += 1
-    return n
+    lines = []
+    for qid, docs in ranking.items():
+        for rank, (doc_id, score) in enumerate(docs, 1):
+            if not math.isfinite(score):
+                raise ValueError(f"query {qid!r}: score of {doc_id!r} is not finite")
+            lines.append(f"{qid} Q0 {doc_id} {rank} {format_score(score)} {tag}\n")
+    write_run_text(path, "".join(lines))
+    return len(lines)
+
+
+def write_run_text(path: str | Path, text: str) -> None:
+    """Write run-file text atomically, gzip-compressed when ``path`` ends in ``.gz``."""
+    if str(path).endswith(".gz"):
+        with atomic_open(path, "wb") as fh:
+            fh.write(gzip.compress(text.encode("utf-8"), mtime=0))
+    else:
+        with atomic_open(path) as fh:
+            fh.write(text)
+
+
+def read_run_text(path: str | Path) -> str:
+    with _open_text(Path(path)) as fh:
+        return fh.read()
+
+
+def _open_text(path: Path):
+    if path.name.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
 
 
 def read_run(
@@ -60,7 +84,7 @@ def read_run(
     entries: dict[str, list[tuple[float, int, str]]] = {}
     first_rank: dict[tuple[str, int], int] = {}
     first_doc: dict[tuple[str, str], int] = {}
-    with open(path, encoding="utf-8") as fh:
+    with _open_text(path) as fh:
         for lineno, line in enumerate(fh, 1):
             where = f"{path}:{lineno}"
             fields = line.split()
