@@ -36,6 +36,7 @@ include: "rules/errors.smk"
 include: "rules/syntax.smk"
 include: "rules/queries.smk"
 include: "rules/retrieval.smk"
+include: "rules/ttp.smk"
 include: "rules/report.smk"
 include: "rules/provenance.smk"
 

@@ -8,9 +8,12 @@ Snakemake owns the pipeline graph; this script only records it. Every job of the
 target (`all`, forced, so the whole graph) becomes a stage whose `cmd` is the job's shell
 command, whose `deps` are the job's input files plus the code it runs (the workflow script and
 every `personalir` module it imports, followed transitively), and whose `outs` are the job's
-outputs. Stages are written in topological order. The config files used are recorded in the
-header, and `--check` regenerates with the same ones, so a rule, config or code-import change
-that is not reflected in dvc.yaml fails the test suite (tests/integration/test_dvc.py).
+outputs. Temporary outputs (Snakemake's `temp()`, e.g. a backbone's weights that only feed
+training) are neither outs nor deps: DVC does not store them, and Snakemake does not rerun
+anything because one is missing. Stages are written in topological order. The config files
+used are recorded in the header, and `--check` regenerates with the same ones, so a rule,
+config or code-import change that is not reflected in dvc.yaml fails the test suite
+(tests/integration/test_dvc.py).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ DEFAULT_CONFIG = ["config/config.yaml"]
 def dag_jobs(workdir: Path, configfiles: list[str]):
     """The jobs of the forced default target, in topological order (ties by name)."""
     from snakemake.api import SnakemakeApi
+    from snakemake.io import is_flagged
     from snakemake.settings.types import (
         ConfigSettings,
         DAGSettings,
@@ -73,6 +77,7 @@ def dag_jobs(workdir: Path, configfiles: list[str]):
                         "shellcmd": job.shellcmd,
                         "input": [str(f) for f in job.input],
                         "output": [str(f) for f in job.output],
+                        "temp": [str(f) for f in job.output if is_flagged(f, "temp")],
                         "log": [str(f) for f in job.log],
                     }
                     for job in level
@@ -147,6 +152,7 @@ def code_deps(script: str, workdir: Path) -> list[str]:
 # --------------------------------------------------------------------------- dvc.yaml
 def build_stages(jobs: list[dict], workdir: Path) -> dict:
     stages: dict[str, dict] = {}
+    temporary = {f for job in jobs for f in job.get("temp", [])}
     for job in jobs:
         if job["rule"] == "all" or not job["output"]:
             continue
@@ -163,11 +169,12 @@ def build_stages(jobs: list[dict], workdir: Path) -> dict:
             cmd = f"mkdir -p {' '.join(shlex.quote(d) for d in dirs)} && {cmd}"
         match = SCRIPT.search(job["shellcmd"])
         code = code_deps(match.group(1), workdir) if match else []
-        deps = list(dict.fromkeys(job["input"] + [c for c in code if c not in job["input"]]))
+        inputs = [f for f in job["input"] if f not in temporary]
+        deps = list(dict.fromkeys(inputs + [c for c in code if c not in inputs]))
         stage: dict = {"cmd": cmd}
         if deps:
             stage["deps"] = deps
-        stage["outs"] = list(job["output"])
+        stage["outs"] = [f for f in job["output"] if f not in temporary]
         stages[name] = stage
     return {"stages": stages}
 

@@ -66,6 +66,15 @@ def test_every_job_output_is_a_dvc_out_in_pipeline_order():
     assert {"sample_world", "ingest", "product_documents", "user_sentences"} <= rules
 
 
+def test_temporary_model_weights_are_not_recorded():
+    # Temporary outputs (a backbone's or fine-tuned bi-encoder's weights) are neither outs nor
+    # deps; the trained TTP adapter is an artifact like any other.
+    stages = yaml.safe_load((REPO_ROOT / "dvc.yaml").read_text())["stages"]
+    files = {f for s in stages.values() for f in s["outs"] + s.get("deps", [])}
+    assert not {f for f in files if f.endswith("/model.safetensors")}
+    assert "results/ttp/sft/adapter/adapter_model.safetensors" in stages["ttp_sft"]["outs"]
+
+
 def test_default_remote_is_offline_and_in_the_repository():
     remotes = dict(
         line.split()[:2] for line in dvc("remote", "list", cwd=REPO_ROOT).stdout.splitlines()

@@ -16,6 +16,7 @@ from personalir.common.provenance import (
     model_identifiers,
     parse_manifest,
     provenance_record,
+    static_dag,
     verify_folder,
     verify_manifest,
 )
@@ -103,6 +104,36 @@ def test_artifacts_grouped_by_results_folder():
     assert artifacts_by_folder(produced, "results") == {
         "data/X": {"a.parquet": "ingest", "b.json": "ingest"},
         "report": {"t.csv": "stats"},
+    }
+
+
+def test_static_dag_follows_inputs_and_leaves_out_temporary_outputs():
+    from snakemake.io import temp
+
+    class Rule:  # the part of a Snakemake rule static_dag reads
+        def __init__(self, name, inputs, outputs):
+            self.name, self.inputs, self.outputs = name, inputs, outputs
+
+        def is_producer(self, path):
+            return path in [str(o) for o in self.outputs]
+
+        def get_wildcards(self, path):
+            return {}
+
+        def expand_input(self, wildcards):
+            return (self.inputs,)
+
+        def expand_output(self, wildcards):
+            return (self.outputs,)
+
+    rules = [
+        Rule("backbone", [], ["results/m/config.json", temp("results/m/weights.bin")]),
+        Rule("train", ["results/m/config.json", "results/m/weights.bin"], ["results/t/a.json"]),
+        Rule("all", ["results/t/a.json"], []),
+    ]
+    assert static_dag(["results/t/a.json"], rules) == {
+        "results/t/a.json": "train",
+        "results/m/config.json": "backbone",
     }
 
 

@@ -26,6 +26,27 @@ def test_latex_table_layout():
     assert body[body.index(r"c & \textbf{0.75} & 3 \\") - 1] == r"\midrule"
 
 
+def test_latex_header_groups_and_fit_width():
+    df = pd.DataFrame({"Method": ["m"], "A x": [0.5], "A y": [0.25], "B x": [1.0]})
+    tex = dataframe_to_latex(
+        df,
+        caption="Cap",
+        label="tab:g",
+        header_groups=[("", 1), ("Set_A", 2), ("B", 1)],
+        column_labels=["Method", "x", "y", "x"],
+        fit_width=True,
+    )
+    body = tex.splitlines()
+    assert r" & \multicolumn{2}{c}{Set\_A} & B \\" in body
+    assert r"\cmidrule(lr){2-3}" in body and r"Method & x & y & x \\" in body
+    assert body[body.index(r"\begin{tabular}{lrrr}") - 1] == r"\resizebox{\linewidth}{!}{%"
+    assert r"\end{tabular}}" in body
+    with pytest.raises(ValueError, match="span 3 of 4"):
+        dataframe_to_latex(df, caption="c", label="l", header_groups=[("", 1), ("A", 2)])
+    with pytest.raises(ValueError, match="2 labels for 4 columns"):
+        dataframe_to_latex(df, caption="c", label="l", column_labels=["a", "b"])
+
+
 def test_statistics_frame_totals():
     rep = {
         "products": {"products": 10, "eligible": 8},

@@ -310,7 +310,9 @@ def static_dag(
 
     ``rules`` are Snakemake rule objects (``is_producer``, ``get_wildcards``, ``expand_input``,
     ``expand_output``); a file with several producers goes to the first one in ``order``
-    (Snakemake's ruleorder) or rule definition order. Source files (no producer) are omitted.
+    (Snakemake's ruleorder) or rule definition order. Source files (no producer) are omitted,
+    and so are temporary outputs (``temp()``): they are deleted once consumed, so no folder's
+    provenance can record them.
     """
     candidates = [r for r in rules if r.name not in set(skip)]
     produced: dict[str, str] = {}
@@ -333,8 +335,9 @@ def static_dag(
         inputs = rule.expand_input(wildcards)[0]
         outputs = rule.expand_output(wildcards)[0]
         for out in outputs:
-            produced[str(out)] = rule.name
             seen.add(str(out))
+            if not getattr(out, "flags", {}).get("temp"):
+                produced[str(out)] = rule.name
         todo.extend(str(f) for f in inputs)
     return produced
 

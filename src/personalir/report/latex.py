@@ -44,21 +44,47 @@ def dataframe_to_latex(
     floatfmt: str = ".2f",
     bold: dict[tuple[int, str], bool] | None = None,
     midrule_before: list[int] | None = None,
+    header_groups: list[tuple[str, int]] | None = None,
+    column_labels: list[str] | None = None,
+    fit_width: bool = False,
 ) -> str:
     """A booktabs ``table`` environment. ``bold`` marks (row index, column) cells in bold;
-    ``midrule_before`` lists row positions preceded by a rule (e.g. an average row)."""
+    ``midrule_before`` lists row positions preceded by a rule (e.g. an average row).
+    ``header_groups`` adds a first header row of ``(group title, number of columns)`` spans
+    over the columns (they must add up to the column count); ``column_labels`` replaces the
+    column names in the header (one per column), e.g. a measure's name under its group.
+    ``fit_width`` scales the tabular to the text width (needs ``graphicx``)."""
     bold = bold or {}
     midrule_before = set(midrule_before or [])
-    align = "l" + "r" * (len(df.columns) - 1)
+    ncols = len(df.columns)
+    align = "l" + "r" * (ncols - 1)
+    labels = list(df.columns) if column_labels is None else list(column_labels)
+    if len(labels) != ncols:
+        raise ValueError(f"column_labels has {len(labels)} labels for {ncols} columns")
+    group_rows = []
+    if header_groups:
+        if sum(n for _, n in header_groups) != ncols:
+            raise ValueError(f"header_groups span {sum(n for _, n in header_groups)} of {ncols}")
+        cells, rules, start = [], [], 1
+        for title, n in header_groups:
+            cells.append(
+                escape(title) if n == 1 else rf"\multicolumn{{{n}}}{{c}}{{{escape(title)}}}"
+            )
+            if title and n > 1:
+                rules.append(rf"\cmidrule(lr){{{start}-{start + n - 1}}}")
+            start += n
+        group_rows = [" & ".join(cells) + r" \\", *rules]
     lines = [
         r"\begin{table}[t]",
         r"\centering",
         r"\small",
         rf"\caption{{{caption}}}",
         rf"\label{{{label}}}",
+        *([r"\resizebox{\linewidth}{!}{%"] if fit_width else []),
         rf"\begin{{tabular}}{{{align}}}",
         r"\toprule",
-        " & ".join(escape(c) for c in df.columns) + r" \\",
+        *group_rows,
+        " & ".join(escape(c) for c in labels) + r" \\",
         r"\midrule",
     ]
     for pos, (_, row) in enumerate(df.iterrows()):
@@ -74,5 +100,5 @@ def dataframe_to_latex(
                 cell = rf"\textbf{{{cell}}}"
             cells.append(cell)
         lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    lines += [r"\bottomrule", r"\end{tabular}" + ("}" if fit_width else ""), r"\end{table}", ""]
     return "\n".join(lines)

@@ -1,0 +1,317 @@
+# TTP stage (part 1): search log -> examples with selected histories -> teacher targets ->
+# SFT of the TTP model; dense baselines' fine-tuning; one run per (example set, method);
+# evaluation with bootstrap CIs; Table 4 layout, loss-curve figure, acceptance check.
+# SFT and the generating runs (TTP, HyDE) take the workflow's `threads` (they scale on two
+# cores); the other jobs take one core each and fill the gaps of the other stages' jobs.
+import json
+
+from personalir.ttp import workflow as ttp_wf
+
+TTP = config["ttp"]
+TTP_SETS = ttp_wf.example_sets(config)
+TTP_METHODS = TTP["methods"]
+
+
+wildcard_constraints:
+    ttp_set="|".join(TTP_SETS),
+    method="|".join(TTP_METHODS),
+    variant="dense|history_aware",
+
+
+rule ttp_search_log:
+    """The sample world's search log: each search ends in a purchase (General/Broad/LongTail)."""
+    output:
+        log=results("sample_world", "{domain}", "search_log.jsonl"),
+        report=results("ttp", "{domain}", "search_log.report.json"),
+    params:
+        sample=lambda w: params_json("sample"),
+        search_log=lambda w: params_json("ttp", "search_log"),
+        seed=config["seed"],
+    log:
+        "logs/ttp/search_log_{domain}.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_search_log.py --domain {wildcards.domain}"
+        " --seed {params.seed} --sample {params.sample:q} --params {params.search_log:q}"
+        " --output {output.log} --report {output.report} > {log} 2>&1"
+
+
+rule ttp_examples:
+    """Examples of one set with their top-N history (relevance model), and the set's items."""
+    input:
+        unpack(lambda w: ttp_wf.example_inputs(config, w.ttp_set)),
+    output:
+        examples=results("ttp", "{ttp_set}", "examples.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+        report=results("ttp", "{ttp_set}", "examples.report.json"),
+    params:
+        ttp=ttp_wf.rule_params(config, "examples"),
+        seed=config["seed"],
+        source=TTP["source"],
+        sources=lambda w, input: ttp_wf.example_source_args(config, dict(input)),
+    log:
+        "logs/ttp/examples_{ttp_set}.log",
+    resources:
+        mem_mb=3000,
+        runtime=20,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_examples.py --set {wildcards.ttp_set}"
+        " --source {params.source} {params.sources} --seed {params.seed} --params {params.ttp:q}"
+        " --examples {output.examples} --items {output.corpus} --report {output.report}"
+        " > {log} 2>&1"
+
+
+rule ttp_teacher:
+    """K teacher rewrites per training example; rewrite gains; one SFT target each."""
+    input:
+        examples=results("ttp", "{ttp_set}", "examples.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+    output:
+        sft=results("ttp", "{ttp_set}", "sft.jsonl"),
+        report=results("ttp", "{ttp_set}", "teacher.report.json"),
+    params:
+        ttp=ttp_wf.rule_params(config, "teacher"),
+        seed=config["seed"],
+    log:
+        "logs/ttp/teacher_{ttp_set}.log",
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_teacher.py --examples {input.examples}"
+        " --items {input.corpus} --seed {params.seed} --params {params.ttp:q}"
+        " --output {output.sft} --report {output.report} > {log} 2>&1"
+
+
+rule ttp_backbone:
+    """The backbone with <think>, </think>, <emb> (mean-initialised rows), saved once."""
+    output:
+        config=results("ttp", "backbone", "config.json"),
+        info=results("ttp", "backbone", "ttp_backbone.json"),
+        # Hundreds of MB of float32 weights: kept until SFT and the runs are done, never
+        # recorded by DVC (a missing temporary file does not make Snakemake rerun anything).
+        weights=temp(results("ttp", "backbone", "model.safetensors")),
+    params:
+        ttp=ttp_wf.rule_params(config, "backbone"),
+        seed=config["seed"],
+    log:
+        "logs/ttp/backbone.log",
+    resources:
+        mem_mb=4000,
+        runtime=20,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_backbone.py --seed {params.seed} --params {params.ttp:q}"
+        " --out-dir $(dirname {output.config}) > {log} 2>&1"
+
+
+rule ttp_sft:
+    """LoRA SFT (0.5 x token CE + InfoNCE) on every set's targets; resumable checkpoints."""
+    input:
+        backbone=results("ttp", "backbone", "config.json"),
+        backbone_weights=results("ttp", "backbone", "model.safetensors"),
+        sft=expand(results("ttp", "{ttp_set}", "sft.jsonl"), ttp_set=TTP_SETS),
+        corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
+    output:
+        adapter=results("ttp", "sft", "adapter", "adapter_config.json"),
+        adapter_weights=results("ttp", "sft", "adapter", "adapter_model.safetensors"),
+        loss=results("ttp", "sft", "loss.json"),
+        report=results("ttp", "sft", "train.report.json"),
+    params:
+        ttp=ttp_wf.rule_params(config, "sft"),
+        seed=config["seed"],
+    log:
+        "logs/ttp/sft.log",
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    threads: ttp_wf.sft_threads(config)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_sft.py --backbone $(dirname {input.backbone})"
+        " --sft {input.sft} --items {input.corpus} --seed {params.seed} --threads {threads}"
+        " --params {params.ttp:q} --out-dir $(dirname $(dirname {output.adapter}))"
+        " --report {output.report} > {log} 2>&1"
+
+
+rule ttp_dense_ft:
+    """Contrastive fine-tuning of a dense baseline's bi-encoder on the training pairs."""
+    input:
+        examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
+        corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
+    output:
+        model=results("ttp", "dense", "{variant}", "config.json"),
+        weights=temp(results("ttp", "dense", "{variant}", "model.safetensors")),
+        report=results("ttp", "dense", "{variant}.report.json"),
+    params:
+        ttp=ttp_wf.rule_params(config, "dense_ft"),
+        seed=config["seed"],
+    log:
+        "logs/ttp/dense_ft_{variant}.log",
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_dense_ft.py --variant {wildcards.variant}"
+        " --examples {input.examples} --items {input.corpus} --seed {params.seed}"
+        " --threads {threads} --params {params.ttp:q} --out-dir $(dirname {output.model})"
+        " --report {output.report} > {log} 2>&1"
+
+
+rule ttp_run:
+    """One method's run (TREC) on one example set's test queries, and what it produced."""
+    input:
+        unpack(lambda w: ttp_wf.run_inputs(config, w.method, w.ttp_set)),
+        examples=results("ttp", "{ttp_set}", "examples.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+    output:
+        run=results("ttp", "{ttp_set}", "runs", "{method}.trec"),
+        info=results("ttp", "{ttp_set}", "runs", "{method}.info.json"),
+    params:
+        ttp=lambda w: ttp_wf.run_params(config, w.method),
+        models=lambda w: json.dumps(ttp_wf.run_models(config, w.method), sort_keys=True),
+        rewrites=lambda w, input: ttp_wf.rewrites_option(dict(input)),
+        seed=config["seed"],
+    log:
+        "logs/ttp/run_{ttp_set}_{method}.log",
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    threads: lambda w: ttp_wf.run_threads(config, w.method)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_run.py --method {wildcards.method}"
+        " --examples {input.examples} --items {input.corpus} --models {params.models:q}"
+        " {params.rewrites} --seed {params.seed} --threads {threads}"
+        " --params {params.ttp:q} --run {output.run} --info {output.info} > {log} 2>&1"
+
+
+rule ttp_evaluate:
+    """Measures per query (ir_measures), means with bootstrap CIs, the acceptance check."""
+    input:
+        examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
+        runs=expand(
+            results("ttp", "{ttp_set}", "runs", "{method}.trec"),
+            ttp_set=TTP_SETS,
+            method=TTP_METHODS,
+        ),
+        infos=expand(results("ttp", TTP_SETS[0], "runs", "{method}.info.json"),
+                     method=TTP_METHODS),
+    output:
+        per_query=results("ttp", "per_query.parquet"),
+        summary=results("ttp", "summary.parquet"),
+        acceptance=results("ttp", "acceptance.json"),
+    params:
+        ttp=ttp_wf.rule_params(config, "evaluate"),
+        seed=config["seed"],
+        runs=ttp_wf.run_specs(config),
+    log:
+        "logs/ttp/evaluate.log",
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_evaluate.py --examples {input.examples}"
+        " --runs {params.runs} --infos {input.infos} --seed {params.seed}"
+        " --params {params.ttp:q} --per-query {output.per_query} --summary {output.summary}"
+        " --acceptance {output.acceptance} > {log} 2>&1"
+
+
+rule ttp_table:
+    """The paper's Table 4 layout (methods x General/Broad/LongTail) as CSV and LaTeX."""
+    input:
+        summary=results("ttp", "summary.parquet"),
+        acceptance=results("ttp", "acceptance.json"),
+    output:
+        csv=results("ttp", "table4.csv"),
+        tex="paper/generated/ttp_table4.tex",
+    params:
+        ttp=ttp_wf.rule_params(config, "table"),
+        label=config["label"],
+    log:
+        "logs/ttp/table.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_table.py --summary {input.summary}"
+        " --acceptance {input.acceptance} --params {params.ttp:q} --label {params.label:q}"
+        " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+
+
+rule ttp_loss_figure:
+    """The SFT loss curve (plotting only; restyling never re-trains)."""
+    input:
+        loss=results("ttp", "sft", "loss.json"),
+        report=results("ttp", "sft", "train.report.json"),
+    output:
+        pdf="paper/generated/ttp_sft_loss.pdf",
+    params:
+        label=config["label"],
+    log:
+        "logs/ttp/loss_figure.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_loss_figure.py --loss {input.loss}"
+        " --report {input.report} --label {params.label:q} --output {output.pdf} > {log} 2>&1"
+
+
+rule ttp_check:
+    """OK / FAIL per acceptance check; fails the workflow on FAIL when enforced."""
+    input:
+        acceptance=results("ttp", "acceptance.json"),
+    output:
+        text=results("ttp", "acceptance.txt"),
+    params:
+        enforce=str(TTP["evaluation"]["check"]).lower(),
+    log:
+        "logs/ttp/check.log",
+    resources:
+        mem_mb=500,
+        runtime=5,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_check.py --acceptance {input.acceptance}"
+        " --enforce {params.enforce} --output {output.text} > {log} 2>&1"
+
+
+if TTP["enabled"]:
+    FINAL_TARGETS.extend(
+        [
+            results("ttp", "table4.csv"),
+            "paper/generated/ttp_table4.tex",
+            "paper/generated/ttp_sft_loss.pdf",
+            results("ttp", "acceptance.txt"),
+        ]
+    )

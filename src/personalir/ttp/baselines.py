@@ -1,0 +1,438 @@
+"""Personalised retrievers: the TTP model and its baselines, one registered class each.
+
+A :class:`PersonalRetriever` ranks the corpus for :class:`~personalir.ttp.data.Example`
+objects (query plus selected history), so it can use the user's history. Registered in
+:data:`PERSONAL_RETRIEVERS` (the config's ``ttp.methods`` lists which run):
+
+``bm25``           query only; the retrieval stage's ``bm25`` retriever (bm25s).
+``dense``          query only; the retrieval stage's ``dense`` retriever with the bi-encoder
+                   fine-tuned on (query, purchased item) pairs (:mod:`personalir.ttp.dense_ft`).
+``history_aware``  the selected history prepended... appended after the query (so truncation
+                   keeps the query), same bi-encoder recipe fine-tuned on that text:
+                   contrastive only, no rewriting.
+``p_prf``          personalised pseudo-relevance feedback: the query embedding moved towards
+                   the mean embedding of the selected history items (Rocchio,
+                   ``q' = q + beta * mean(h)``) under the query-only dense model. (PBR's P-PRF
+                   generates its feedback with an LLM; this variant uses the history items
+                   themselves as the feedback documents.)
+``hyde``           HyDE: a generator LLM writes a hypothetical product for the query; the
+                   query-only dense model embeds query and document, averaged.
+``decoupled``      Decoupled-Stage: the fine-tuned TTP model's rewrite (generated, frozen) is
+                   the query of the separate query-only dense retriever.
+``ttp``            the TTP model itself: generate ``<think>rewrite</think><emb>``, embed at
+                   ``<emb>``, exact inner-product search over the items embedded by the same
+                   model.
+
+:class:`PQBPersonalRetriever` adapts any of them to the retrieval stage's ``Retriever``
+interface (``index``/``rank`` over query texts), finding each PQB query's user and history
+through the benchmark file, so the PQB evaluation can list them with ``class:``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from personalir.common.registry import Registry
+from personalir.ttp.data import Example, ItemCorpus
+from personalir.ttp.evaluate import Ranking, exact_search
+
+
+@dataclass
+class RetrievalContext:
+    """What every personalised retriever may use."""
+
+    corpus: ItemCorpus
+    item_fields: tuple[str, ...] = ("title", "main_category", "features")
+    max_features: int = 3
+    depth: int = 100
+    seed: int = 0
+    threads: int = 1
+    models: dict[str, str] = field(default_factory=dict)  # role -> model name or folder
+    rewrites: dict[str, str] = field(default_factory=dict)  # example id -> TTP rewrite
+
+    def item_texts(self) -> list[str]:
+        return self.corpus.texts(self.item_fields, self.max_features)
+
+    def history_texts(self, ex: Example) -> list[str]:
+        if ex.selected_history is None:
+            raise ValueError(f"{ex.example_id}: history selection has not been run")
+        return [
+            self.corpus[i].text(self.item_fields, self.max_features) for i in ex.selected_history
+        ]
+
+
+class PersonalRetriever:
+    name: ClassVar[str] = "personal"
+    label: ClassVar[str] = "Personal"
+    uses_history: ClassVar[bool] = False
+    default_params: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, context: RetrievalContext, params: Mapping[str, Any] | None = None):
+        unknown = sorted(set(params or {}) - set(self.default_params))
+        if unknown:
+            raise ValueError(f"{self.name}: unknown parameter(s) {unknown}")
+        self.ctx = context
+        self.params = {**self.default_params, **(params or {})}
+        self.info: dict[str, Any] = {}
+
+    def rank(self, examples: Sequence[Example]) -> Ranking:
+        raise NotImplementedError
+
+
+PERSONAL_RETRIEVERS: Registry[type[PersonalRetriever]] = Registry("personalised retriever")
+
+
+def _stage_retriever(kind: str, model: str | None, ctx: RetrievalContext):
+    """A retriever of the retrieval stage, indexed on the item texts."""
+    from personalir.retrieval.base import RETRIEVERS, RunSettings, load_builtin_retrievers
+    from personalir.retrieval.corpus import corpus_from_texts
+
+    load_builtin_retrievers()
+    settings = RunSettings(seed=ctx.seed, threads=ctx.threads)
+    retriever = RETRIEVERS.get(kind)(model=model, settings=settings)
+    retriever.index(corpus_from_texts(ctx.corpus.ids, ctx.item_texts()))
+    return retriever
+
+
+def _rank_texts(retriever, examples: Sequence[Example], texts: Sequence[str], depth: int):
+    from personalir.retrieval.base import QueryText
+
+    queries = [QueryText(ex.example_id, t) for ex, t in zip(examples, texts, strict=True)]
+    return retriever.rank(queries, depth)
+
+
+@PERSONAL_RETRIEVERS.register("bm25")
+class BM25(PersonalRetriever):
+    name, label = "bm25", "BM25"
+
+    def rank(self, examples):
+        r = _stage_retriever("bm25", None, self.ctx)
+        return _rank_texts(r, examples, [ex.query for ex in examples], self.ctx.depth)
+
+
+@PERSONAL_RETRIEVERS.register("dense")
+class DenseQueryOnly(PersonalRetriever):
+    name, label = "dense", "Dense (query only)"
+
+    def rank(self, examples):
+        r = _stage_retriever("dense", self.ctx.models["dense"], self.ctx)
+        return _rank_texts(r, examples, [ex.query for ex in examples], self.ctx.depth)
+
+
+def history_aware_text(query: str, history_texts: Sequence[str]) -> str:
+    """Query first, then the selected history (most recent last); truncation keeps the query."""
+    return query + " [SEP] history: " + " | ".join(history_texts)
+
+
+@PERSONAL_RETRIEVERS.register("history_aware")
+class HistoryAware(PersonalRetriever):
+    name, label, uses_history = "history_aware", "History-Aware", True
+
+    def rank(self, examples):
+        r = _stage_retriever("dense", self.ctx.models["history_aware"], self.ctx)
+        texts = [history_aware_text(ex.query, self.ctx.history_texts(ex)) for ex in examples]
+        return _rank_texts(r, examples, texts, self.ctx.depth)
+
+
+def _st_encoder(model: str):
+    from sentence_transformers import SentenceTransformer
+
+    from personalir.retrieval.models import resolve_model
+
+    return SentenceTransformer(resolve_model(model).path, device="cpu")
+
+
+def _st_encode(encoder, texts: Sequence[str]) -> np.ndarray:
+    if not texts:
+        return np.zeros((0, encoder.get_sentence_embedding_dimension()), np.float32)
+    return np.asarray(
+        encoder.encode(
+            list(texts),
+            batch_size=64,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        ),
+        dtype=np.float32,
+    )
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+
+@PERSONAL_RETRIEVERS.register("p_prf")
+class PersonalPRF(PersonalRetriever):
+    name, label, uses_history = "p_prf", "P-PRF", True
+    default_params = {"beta": 0.5}
+
+    def rank(self, examples):
+        enc = _st_encoder(self.ctx.models["dense"])
+        items = _st_encode(enc, self.ctx.item_texts())
+        queries = _st_encode(enc, [ex.query for ex in examples])
+        histories = [self.ctx.history_texts(ex) for ex in examples]
+        unique = sorted({t for hist in histories for t in hist})
+        vectors = dict(zip(unique, _st_encode(enc, unique), strict=True))
+        feedback = np.zeros_like(queries)
+        for k, hist in enumerate(histories):
+            if hist:
+                feedback[k] = np.mean([vectors[t] for t in hist], axis=0)
+        moved = _normalise(queries + float(self.params["beta"]) * feedback)
+        return exact_search(
+            [ex.example_id for ex in examples], moved, self.ctx.corpus.ids, items, self.ctx.depth
+        )
+
+
+HYDE_PROMPT = (
+    "Write the title and a one-sentence description of a product that an online store "
+    "would show for the search query: {query}"
+)
+
+
+@PERSONAL_RETRIEVERS.register("hyde")
+class HyDE(PersonalRetriever):
+    name, label = "hyde", "HyDE"
+    default_params = {"max_new_tokens": 24, "batch_size": 16}
+
+    def generate(self, queries: Sequence[str]) -> list[str]:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from personalir.retrieval.models import resolve_model
+
+        ref = resolve_model(self.ctx.models["generator"])
+        kw = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
+        tok = AutoTokenizer.from_pretrained(ref.path, **kw)
+        tok.padding_side = "left"
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=torch.float32, **kw)
+        model.eval()
+        out = []
+        bs = int(self.params["batch_size"])
+        with torch.no_grad():
+            for start in range(0, len(queries), bs):
+                prompts = [
+                    tok.apply_chat_template(
+                        [{"role": "user", "content": HYDE_PROMPT.format(query=q)}],
+                        tokenize=False,
+                        add_generation_prompt=True,
+                    )
+                    for q in queries[start : start + bs]
+                ]
+                enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+                gen = model.generate(
+                    **enc,
+                    do_sample=False,
+                    max_new_tokens=int(self.params["max_new_tokens"]),
+                    pad_token_id=tok.pad_token_id,
+                )
+                out += [
+                    t.strip()
+                    for t in tok.batch_decode(
+                        gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True
+                    )
+                ]
+        return out
+
+    def rank(self, examples):
+        docs = self.generate([ex.query for ex in examples])
+        self.info["hypothetical_documents"] = dict(
+            zip((ex.example_id for ex in examples), docs, strict=True)
+        )
+        enc = _st_encoder(self.ctx.models["dense"])
+        items = _st_encode(enc, self.ctx.item_texts())
+        q = _st_encode(enc, [ex.query for ex in examples])
+        d = _st_encode(enc, docs)
+        return exact_search(
+            [ex.example_id for ex in examples],
+            _normalise(q + d),
+            self.ctx.corpus.ids,
+            items,
+            self.ctx.depth,
+        )
+
+
+@PERSONAL_RETRIEVERS.register("decoupled")
+class DecoupledStage(PersonalRetriever):
+    name, label, uses_history = "decoupled", "Decoupled-Stage", True
+
+    def rank(self, examples):
+        missing = [ex.example_id for ex in examples if ex.example_id not in self.ctx.rewrites]
+        if missing:
+            raise ValueError(
+                f"decoupled: no TTP rewrite for {len(missing)} example(s), e.g. {missing[:3]}"
+            )
+        r = _stage_retriever("dense", self.ctx.models["dense"], self.ctx)
+        texts = [self.ctx.rewrites[ex.example_id] or ex.query for ex in examples]
+        return _rank_texts(r, examples, texts, self.ctx.depth)
+
+
+@PERSONAL_RETRIEVERS.register("ttp")
+class TTPRetriever(PersonalRetriever):
+    """The TTP model: generate a rewrite, embed at ``<emb>``, exact search (see module doc)."""
+
+    name, label, uses_history = "ttp", "TTP (SFT)", True
+    default_params = {
+        "max_new_tokens": 24,
+        "batch_size": 16,
+        "max_query_tokens": 512,
+        "max_item_tokens": 64,
+        "history_item_tokens": 48,
+        "system_prompt": None,
+    }
+
+    def __init__(self, context, params=None):
+        super().__init__(context, params)
+        self.encoder = None
+
+    def load(self):
+        from personalir.ttp.model import TTPEncoder, load_adapter, load_backbone
+
+        model, tok, info = load_backbone(self.ctx.models["ttp_backbone"])
+        adapter = self.ctx.models.get("ttp_adapter")
+        if adapter:
+            model = load_adapter(model, adapter)
+        self.encoder = TTPEncoder(
+            model,
+            tok,
+            max_query_tokens=int(self.params["max_query_tokens"]),
+            max_item_tokens=int(self.params["max_item_tokens"]),
+            batch_size=int(self.params["batch_size"]),
+        )
+        self.info["backbone"] = info.description
+
+    def rank(self, examples):
+        import time
+
+        from personalir.ttp.prompts import parse_generated
+        from personalir.ttp.sft import SFTSettings, build_prompt
+
+        if self.encoder is None:
+            self.load()
+        enc = self.encoder
+        settings = SFTSettings(
+            item_fields=self.ctx.item_fields,
+            max_features=self.ctx.max_features,
+            history_item_tokens=int(self.params["history_item_tokens"]),
+            system_prompt=self.params["system_prompt"],
+        )
+        t0 = time.perf_counter()
+        items = enc.encode_items(self.ctx.item_texts())
+        t1 = time.perf_counter()
+        prompts = [build_prompt(ex, self.ctx.corpus, enc.tokenizer, settings) for ex in examples]
+        generated, queries, well_formed = enc.generate_and_embed(
+            prompts, int(self.params["max_new_tokens"])
+        )
+        parsed = [parse_generated(g)[0] for g in generated]
+        t2 = time.perf_counter()
+        self.info.update(
+            rewrites={
+                ex.example_id: {"generated": g, "rewrite": p, "well_formed": w}
+                for ex, g, p, w in zip(examples, generated, parsed, well_formed, strict=True)
+            },
+            well_formed_share=float(np.mean(well_formed)) if well_formed else float("nan"),
+            seconds={"items": round(t1 - t0, 3), "queries": round(t2 - t1, 3)},
+            items=len(items),
+            queries=len(queries),
+        )
+        return exact_search(
+            [ex.example_id for ex in examples], queries, self.ctx.corpus.ids, items, self.ctx.depth
+        )
+
+
+def build_retriever(
+    method: str, context: RetrievalContext, params: Mapping[str, Any] | None = None
+) -> PersonalRetriever:
+    return PERSONAL_RETRIEVERS.get(method)(context, params)
+
+
+# --------------------------------------------------------- adapter for the retrieval stage
+def _retrieval_base():
+    from personalir.retrieval.base import Retriever
+
+    return Retriever
+
+
+class PQBPersonalRetriever(_retrieval_base()):
+    """A personalised retriever behind the retrieval stage's ``Retriever`` interface.
+
+    Config (``retrieval.retrievers.<name>``)::
+
+        class: "personalir.ttp.baselines:PQBPersonalRetriever"
+        params: {method: history_aware, benchmark: ..., reviews: ..., products: ...,
+                 meta: ..., models: {dense: ..., history_aware: ...}, n_history: 10}
+
+    ``index`` loads the benchmark's examples (user review history as purchase history) and
+    selects their histories; ``rank`` maps each query id to its example.
+    """
+
+    family = "external"
+    default_params = {
+        "method": "dense",
+        "benchmark": None,
+        "reviews": None,
+        "products": None,
+        "meta": None,
+        "domain": "",
+        "models": {},
+        "method_params": {},
+        "n_history": 10,
+        "relevance": {"type": "dense", "model": "packaged:all-MiniLM-L6-v2"},
+        "item_fields": ["title", "main_category", "features"],
+        "rewrites": None,
+    }
+
+    def index(self, corpus) -> None:
+        from personalir.ttp.data import pqb_examples
+        from personalir.ttp.history import select_histories
+        from personalir.ttp.relevance import build_relevance
+
+        p = self.params
+        examples, items = pqb_examples(
+            benchmark=p["benchmark"],
+            reviews=p["reviews"],
+            products=p["products"],
+            meta=p["meta"],
+            domain=p["domain"],
+        )
+        extra = sorted(set(corpus.doc_ids) - set(items.ids))
+        if extra:
+            raise ValueError(f"corpus documents without product data: {extra[:3]}")
+        fields = tuple(p["item_fields"])
+        if PERSONAL_RETRIEVERS.get(p["method"]).uses_history:
+            select_histories(
+                examples, items, build_relevance(dict(p["relevance"])), int(p["n_history"]), fields
+            )
+        else:
+            for ex in examples:
+                ex.selected_history = []
+        rewrites = {}
+        if p["rewrites"]:
+            with open(p["rewrites"], encoding="utf-8") as fh:
+                rewrites = {r["example_id"]: r["rewrite"] for r in map(json.loads, fh)}
+        self.examples = {ex.example_id: ex for ex in examples}
+        self.context = RetrievalContext(
+            corpus=items,
+            item_fields=fields,
+            seed=self.settings.seed,
+            threads=self.settings.threads,
+            models=dict(p["models"]),
+            rewrites=rewrites,
+        )
+        self.corpus = corpus
+
+    def rank(self, queries, depth: int):
+        missing = [q.query_id for q in queries if q.query_id not in self.examples]
+        if missing:
+            raise ValueError(f"queries not in the benchmark file: {missing[:3]}")
+        self.context.depth = depth
+        retriever = build_retriever(
+            self.params["method"], self.context, self.params["method_params"]
+        )
+        return retriever.rank([self.examples[q.query_id] for q in queries])

@@ -1,0 +1,110 @@
+"""Contrastive fine-tuning of a sentence-transformers bi-encoder (the dense baselines' models).
+
+The query-only dense baseline and the History-Aware baseline are the same recipe on
+different query texts: in-batch InfoNCE (multiple-negatives ranking) between a query text
+and its purchased item's text, both through the same encoder, ``scale = 1 / temperature``.
+Batches are epoch-wise permutations seeded by ``(seed, "dense_ft", variant, epoch)``;
+an item that is the target of two rows of a batch is no negative for either.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from personalir.common.seeding import derive_seed
+
+
+@dataclass(frozen=True)
+class DenseFTSettings:
+    epochs: float = 1.0
+    batch_size: int = 16
+    learning_rate: float = 3e-5
+    temperature: float = 0.05
+    max_length: int = 128
+    warmup_ratio: float = 0.1
+
+    @classmethod
+    def from_config(cls, section: dict) -> DenseFTSettings:
+        return cls(**{k: section[k] for k in cls.__dataclass_fields__ if k in section})
+
+
+def fine_tune(
+    model_name: str,
+    queries: Sequence[str],
+    items: Sequence[str],
+    item_ids: Sequence[str],
+    settings: DenseFTSettings,
+    out_dir: str | Path,
+    *,
+    seed: int,
+    variant: str,
+    log=print,
+) -> dict:
+    import torch
+    import torch.nn.functional as F
+    from sentence_transformers import SentenceTransformer
+
+    from personalir.retrieval.models import resolve_model
+
+    if not (len(queries) == len(items) == len(item_ids)) or not queries:
+        raise ValueError("queries, items and item ids must be aligned and non-empty")
+    torch.manual_seed(derive_seed(seed, "dense_ft_torch", variant) % (2**63))
+    model = SentenceTransformer(resolve_model(model_name).path, device="cpu")
+    model.max_seq_length = settings.max_length
+    model.train()
+    per_epoch = math.ceil(len(queries) / settings.batch_size)
+    steps = max(1, int(math.ceil(settings.epochs * per_epoch)))
+    warmup = int(round(settings.warmup_ratio * steps))
+    opt = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt,
+        lambda s: (
+            (s + 1) / warmup
+            if warmup and s < warmup
+            else max(0.0, (steps - s) / max(1, steps - warmup))
+        ),
+    )
+
+    def embed(texts):
+        feats = model.tokenize(list(texts))
+        return F.normalize(model(feats)["sentence_embedding"], dim=-1)
+
+    losses, t0 = [], time.perf_counter()
+    for step in range(steps):
+        epoch, k = divmod(step, per_epoch)
+        perm = np.random.default_rng(derive_seed(seed, "dense_ft", variant, epoch)).permutation(
+            len(queries)
+        )
+        rows = perm[k * settings.batch_size : (k + 1) * settings.batch_size].tolist()
+        q = embed([queries[i] for i in rows])
+        d = embed([items[i] for i in rows])
+        sims = q @ d.T / settings.temperature
+        ids = [item_ids[i] for i in rows]
+        same = torch.tensor([[a == b for b in ids] for a in ids])
+        sims = sims.masked_fill(same & ~torch.eye(len(rows), dtype=torch.bool), float("-inf"))
+        loss = F.cross_entropy(sims, torch.arange(len(rows)))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(float(loss.detach()))
+        if (step + 1) % 20 == 0 or step + 1 == steps:
+            log(f"[{variant}] step {step + 1}/{steps} loss {losses[-1]:.4f}")
+    model.eval()
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    model.save(str(out_dir))
+    return {
+        "variant": variant,
+        "base_model": model_name,
+        "steps": steps,
+        "examples": len(queries),
+        "seconds": round(time.perf_counter() - t0, 3),
+        "first_loss": losses[0],
+        "last_loss": losses[-1],
+    }

@@ -1,0 +1,198 @@
+"""Evaluation of personalised retrieval: exact search, TREC runs, ir_measures, bootstrap CIs.
+
+Measures (one relevant item per query, the purchased one), named as in the TTP paper and
+computed by ir_measures from the run's order:
+
+=============  =============
+Recall@10      ``R@10``
+Recall@20      ``R@20``
+Recall@100     ``R@100``
+MRR@100        ``RR@100``
+HR@20          ``Success@20``
+nDCG@20        ``nDCG@20``
+=============  =============
+
+A query the run does not list retrieves nothing (every measure 0). Confidence intervals are
+percentile bootstraps over queries (``samples`` resamples, seeded); the comparison of two
+methods uses the paired bootstrap of their per-query differences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from personalir.common.seeding import rng
+from personalir.ttp.data import Example
+
+MEASURES = {
+    "Recall@10": "R@10",
+    "Recall@20": "R@20",
+    "Recall@100": "R@100",
+    "MRR@100": "RR@100",
+    "HR@20": "Success@20",
+    "nDCG@20": "nDCG@20",
+}
+Ranking = dict[str, list[tuple[str, float]]]
+
+
+def exact_search(
+    query_ids: Sequence[str],
+    query_emb: np.ndarray,
+    item_ids: Sequence[str],
+    item_emb: np.ndarray,
+    depth: int,
+) -> Ranking:
+    """Inner-product search over every item (faiss ``IndexFlatIP``); best first."""
+    import faiss
+
+    index = faiss.IndexFlatIP(item_emb.shape[1])
+    index.add(np.ascontiguousarray(item_emb, dtype=np.float32))
+    k = min(depth, len(item_ids))
+    scores, idx = index.search(np.ascontiguousarray(query_emb, dtype=np.float32), k)
+    return {
+        qid: [(item_ids[j], float(s)) for j, s in zip(idx[i], scores[i], strict=True) if j >= 0]
+        for i, qid in enumerate(query_ids)
+    }
+
+
+def per_query_measures(
+    examples: Sequence[Example], run: Mapping[str, Sequence[str]], method: str
+) -> pd.DataFrame:
+    """One row per example: identity columns, rank of the target, every measure."""
+    import ir_measures
+
+    measures = [ir_measures.parse_measure(m) for m in MEASURES.values()]
+    qrels = {ex.example_id: {ex.target: 1} for ex in examples}
+    scored = {
+        ex.example_id: {d: float(len(docs) - i) for i, d in enumerate(docs)}
+        for ex in examples
+        if (docs := list(run.get(ex.example_id, ())))
+    }
+    values = {str(m): {} for m in measures}
+    for metric in ir_measures.iter_calc(measures, qrels, scored):
+        values[str(metric.measure)][metric.query_id] = float(metric.value)
+    rows = []
+    for ex in examples:
+        docs = list(run.get(ex.example_id, ()))
+        row = {
+            "method": method,
+            "example_id": ex.example_id,
+            "domain": ex.domain,
+            "label": ex.label,
+            "misspelled": ex.misspelled,
+            "rank": docs.index(ex.target) + 1 if ex.target in docs else 0,
+        }
+        for name, code in MEASURES.items():
+            key = str(ir_measures.parse_measure(code))
+            row[name] = values[key].get(ex.example_id, 0.0)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def bootstrap_ci(values: np.ndarray, samples: int, confidence: float, seed: int, *names):
+    values = np.asarray(values, dtype=float)
+    if values.size == 0:
+        return float("nan"), float("nan")
+    idx = rng(seed, "ttp_bootstrap", *names).integers(0, values.size, (samples, values.size))
+    means = values[idx].mean(axis=1)
+    alpha = (1.0 - confidence) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def summarise(
+    frame: pd.DataFrame,
+    *,
+    samples: int,
+    confidence: float,
+    seed: int,
+    groups: Sequence[str] = ("domain", "label"),
+) -> pd.DataFrame:
+    """Mean and bootstrap CI of every measure per method and group, plus pooled rows.
+
+    Pooled rows: ``domain == "All"`` (every domain) and ``label == "All"`` (every label)."""
+    rows = []
+    variants = [frame]
+    if "domain" in groups:
+        variants.append(frame.assign(domain="All"))
+    expanded = pd.concat(variants, ignore_index=True)
+    if "label" in groups:
+        expanded = pd.concat([expanded, expanded.assign(label="All")], ignore_index=True)
+    for keys, sub in expanded.groupby(["method", *groups], sort=True):
+        base = dict(zip(["method", *groups], keys, strict=True))
+        for measure in MEASURES:
+            vals = sub[measure].to_numpy(dtype=float)
+            lo, hi = bootstrap_ci(vals, samples, confidence, seed, *keys, measure)
+            rows.append(
+                {
+                    **base,
+                    "measure": measure,
+                    "value": float(vals.mean()),
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "queries": int(vals.size),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def paired_difference(
+    frame: pd.DataFrame,
+    method_a: str,
+    method_b: str,
+    measure: str,
+    *,
+    samples: int,
+    confidence: float,
+    seed: int,
+    **where,
+) -> dict:
+    """Mean of ``a - b`` over the queries both methods answered, with its paired bootstrap CI
+    and the half-width of ``b``'s own CI (the margin the acceptance test compares with)."""
+    sub = frame
+    for col, val in where.items():
+        sub = sub[sub[col] == val]
+    a = sub[sub["method"] == method_a].set_index("example_id")[measure]
+    b = sub[sub["method"] == method_b].set_index("example_id")[measure]
+    common = a.index.intersection(b.index)
+    diff = (a.loc[common] - b.loc[common]).to_numpy(dtype=float)
+    lo, hi = bootstrap_ci(
+        diff, samples, confidence, seed, "paired", method_a, method_b, measure, *where.values()
+    )
+    b_lo, b_hi = bootstrap_ci(
+        b.loc[common].to_numpy(dtype=float),
+        samples,
+        confidence,
+        seed,
+        "single",
+        method_b,
+        measure,
+        *where.values(),
+    )
+    a_lo, a_hi = bootstrap_ci(
+        a.loc[common].to_numpy(dtype=float),
+        samples,
+        confidence,
+        seed,
+        "single",
+        method_a,
+        measure,
+        *where.values(),
+    )
+    return {
+        "a": method_a,
+        "b": method_b,
+        "measure": measure,
+        "where": dict(where),
+        "queries": int(common.size),
+        "value_a": float(a.loc[common].mean()) if common.size else float("nan"),
+        "value_b": float(b.loc[common].mean()) if common.size else float("nan"),
+        "difference": float(diff.mean()) if diff.size else float("nan"),
+        "diff_ci_low": lo,
+        "diff_ci_high": hi,
+        "ci_half_width_a": (a_hi - a_lo) / 2,
+        "ci_half_width_b": (b_hi - b_lo) / 2,
+    }

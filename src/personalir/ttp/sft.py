@@ -1,0 +1,358 @@
+"""Supervised fine-tuning of the TTP model on teacher rewrites, resumable from checkpoints.
+
+Loss per batch of B examples (the paper's and the reference code's weights)::
+
+    L = token_weight * CE(<think>rewrite</think><emb> | prompt) + contrastive_weight * InfoNCE
+
+InfoNCE compares each query embedding (at the ``<emb>`` after the target) with the B item
+embeddings of the batch (``item text<emb>``, same model), temperature ``temperature``; an
+item that is the target of two rows of a batch is not counted as a negative for either.
+Both sides go through one ``torch.nn.Module`` forward (:class:`TTPLossModule`), so
+``accelerate`` can wrap it for several GPUs at paper scale (in-batch negatives per device).
+
+Determinism and resumption: the order of examples in epoch ``e`` is a permutation seeded by
+``(seed, "sft_order", e)``; step ``s`` always trains on the same batch. Every
+``checkpoint_every`` steps the LoRA/trainable-token weights, the AdamW moments, the schedule
+position, torch's RNG state and the loss history are written (safetensors + JSON, no pickle)
+into ``checkpoints/step-NNNNNN/``; a restarted run continues from the latest complete one
+and reproduces the uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from personalir.common.io import write_json
+from personalir.common.seeding import derive_seed
+from personalir.ttp.data import Example, ItemCorpus
+from personalir.ttp.model import TTPEncoder
+from personalir.ttp.prompts import query_prompt, target_text, truncate_to_tokens
+
+
+class SFTDataError(ValueError):
+    """An SFT record cannot be turned into a training row (said loudly, never skipped)."""
+
+
+@dataclass(frozen=True)
+class SFTSettings:
+    batch_size: int = 8
+    epochs: float = 1.0
+    max_steps: int | None = None
+    learning_rate: float = 2e-4
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.1
+    grad_clip: float = 1.0
+    token_weight: float = 0.5
+    contrastive_weight: float = 1.0
+    temperature: float = 0.02
+    max_query_tokens: int = 512
+    max_item_tokens: int = 64
+    history_item_tokens: int = 48
+    checkpoint_every: int = 50
+    keep_checkpoints: int = 2
+    item_fields: tuple[str, ...] = ("title", "main_category", "features")
+    max_features: int = 3
+    system_prompt: str | None = None
+
+    @classmethod
+    def from_config(cls, section: dict) -> SFTSettings:
+        kw = {k: section[k] for k in cls.__dataclass_fields__ if k in section}
+        if "item_fields" in kw:
+            kw["item_fields"] = tuple(kw["item_fields"])
+        return cls(**kw)
+
+
+@dataclass
+class TrainingRow:
+    example_id: str
+    query_ids: list[int]
+    n_target: int
+    item_ids: list[int]
+    target_item: str
+
+
+def build_prompt(ex: Example, corpus: ItemCorpus, tokenizer, settings: SFTSettings) -> str:
+    """The query prompt of an example (shared by SFT and evaluation)."""
+    if ex.selected_history is None:
+        raise SFTDataError(
+            f"{ex.example_id}: no selected_history; run history selection before building "
+            "prompts (an empty list means an empty history, None means not selected)"
+        )
+    history = [
+        truncate_to_tokens(
+            tokenizer,
+            corpus[i].text(settings.item_fields, settings.max_features),
+            settings.history_item_tokens,
+        )
+        for i in ex.selected_history
+    ]
+    return query_prompt(tokenizer, history, ex.query, settings.system_prompt)
+
+
+def build_rows(
+    records: Sequence[dict], corpus: ItemCorpus, encoder: TTPEncoder, settings: SFTSettings
+) -> list[TrainingRow]:
+    rows = []
+    for rec in records:
+        ex = Example.from_record(rec, f"sft record {rec.get('example_id')!r}")
+        rewrite = rec.get("rewrite")
+        if not isinstance(rewrite, str) or not rewrite.strip():
+            raise SFTDataError(f"{ex.example_id}: missing teacher rewrite")
+        prompt = build_prompt(ex, corpus, encoder.tokenizer, settings)
+        q_ids, n_target = encoder.query_ids(prompt, target_text(rewrite))
+        item = corpus[ex.target].text(settings.item_fields, settings.max_features)
+        rows.append(TrainingRow(ex.example_id, q_ids, n_target, encoder.item_ids(item), ex.target))
+    return rows
+
+
+class TTPLossModule(torch.nn.Module):
+    """Token loss + InfoNCE in one forward (so DDP/accelerate can wrap it)."""
+
+    def __init__(self, peft_model, encoder: TTPEncoder, settings: SFTSettings):
+        super().__init__()
+        self.peft_model = peft_model
+        self.encoder = encoder
+        self.settings = settings
+
+    def forward(
+        self, q_ids, q_mask, n_target, i_ids, i_mask, same_item, q_prefix=None, i_prefix=None
+    ):
+        enc = self.encoder
+        h_q = enc.hidden(q_ids, q_mask, q_prefix)
+        width = q_ids.shape[1]
+        # Target tokens sit at the end of every (left-padded) row; position p predicts p + 1.
+        rows, cols = [], []
+        for r, n in enumerate(n_target.tolist()):
+            rows += [r] * n
+            cols += list(range(width - n - 1, width - 1))
+        rows_t, cols_t = torch.tensor(rows), torch.tensor(cols)
+        logits = enc.lm_head(h_q[rows_t, cols_t])
+        token_loss = F.cross_entropy(logits.float(), q_ids[rows_t, cols_t + 1])
+        q_emb = enc.pool(h_q, q_ids)
+        i_emb = enc.pool(enc.hidden(i_ids, i_mask, i_prefix), i_ids)
+        sims = q_emb @ i_emb.T / self.settings.temperature
+        eye = torch.eye(sims.shape[0], dtype=torch.bool)
+        sims = sims.masked_fill(same_item & ~eye, float("-inf"))
+        nce = F.cross_entropy(sims, torch.arange(sims.shape[0]))
+        total = self.settings.token_weight * token_loss + self.settings.contrastive_weight * nce
+        return total, token_loss.detach(), nce.detach()
+
+
+def collate(rows: Sequence[TrainingRow], encoder: TTPEncoder):
+    """Padded query and item rows; a prefix the batch's rows share is split off (computed once,
+    see :mod:`personalir.ttp.model`), never reaching into a row's target or the prompt token
+    that predicts its first target token."""
+    q_ids, q_mask, q_prefix = encoder.batch_tensors(
+        [r.query_ids for r in rows], keep=[r.n_target + 1 for r in rows]
+    )
+    i_ids, i_mask, i_prefix = encoder.batch_tensors([r.item_ids for r in rows])
+    n_target = torch.tensor([r.n_target for r in rows])
+    targets = [r.target_item for r in rows]
+    same = torch.tensor([[a == b for b in targets] for a in targets], dtype=torch.bool)
+    return q_ids, q_mask, n_target, i_ids, i_mask, same, q_prefix, i_prefix
+
+
+def batch_tokens(batch) -> int:
+    """Tokens a training step runs through the model (a shared prefix counts once)."""
+    q_ids, q_mask, _, i_ids, i_mask, _, q_prefix, i_prefix = batch
+    shared = sum(int(p.shape[-1]) for p in (q_prefix, i_prefix) if p is not None)
+    return int(q_mask.sum() + i_mask.sum()) + shared
+
+
+def batch_order(n_rows: int, batch_size: int, seed: int, step: int) -> list[int]:
+    """Row indices of training step ``step`` (deterministic, epoch-wise permutations)."""
+    per_epoch = max(1, math.ceil(n_rows / batch_size))
+    epoch, k = divmod(step, per_epoch)
+    perm = np.random.default_rng(derive_seed(seed, "sft_order", epoch)).permutation(n_rows)
+    return perm[k * batch_size : (k + 1) * batch_size].tolist()
+
+
+def total_steps(n_rows: int, settings: SFTSettings) -> int:
+    per_epoch = max(1, math.ceil(n_rows / settings.batch_size))
+    steps = max(1, int(math.ceil(settings.epochs * per_epoch)))
+    return min(steps, settings.max_steps) if settings.max_steps else steps
+
+
+def _lr_factor(step: int, steps: int, warmup: int) -> float:
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    return max(0.0, (steps - step) / max(1, steps - warmup))
+
+
+# ------------------------------------------------------------------------------ checkpoints
+def _trainable(model) -> dict:
+    return {n: p for n, p in model.named_parameters() if p.requires_grad}
+
+
+def save_checkpoint(path: Path, model, optimizer, step: int, history: list[dict]) -> None:
+    from safetensors.torch import save_file
+
+    tmp = path.with_name(path.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    params = _trainable(model)
+    save_file(
+        {n: p.detach().contiguous() for n, p in params.items()}, tmp / "trainable.safetensors"
+    )
+    moments, steps = {}, {}
+    name_of = {id(p): n for n, p in params.items()}
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            st = optimizer.state.get(p)
+            if not st:
+                continue
+            n = name_of[id(p)]
+            moments[f"{n}::exp_avg"] = st["exp_avg"].contiguous()
+            moments[f"{n}::exp_avg_sq"] = st["exp_avg_sq"].contiguous()
+            steps[n] = float(st["step"])
+    save_file(moments, tmp / "optimizer.safetensors")
+    save_file({"cpu": torch.get_rng_state()}, tmp / "rng.safetensors")
+    (tmp / "state.json").write_text(
+        json.dumps({"step": step, "adam_steps": steps, "history": history}, indent=1)
+    )
+    if path.exists():
+        shutil.rmtree(path)
+    tmp.rename(path)
+
+
+def latest_checkpoint(ckpt_dir: Path) -> Path | None:
+    done = sorted(p for p in ckpt_dir.glob("step-*") if (p / "state.json").exists())
+    return done[-1] if done else None
+
+
+def load_checkpoint(path: Path, model, optimizer) -> tuple[int, list[dict]]:
+    from safetensors.torch import load_file
+
+    params = _trainable(model)
+    saved = load_file(path / "trainable.safetensors")
+    if set(saved) != set(params):
+        raise ValueError(f"{path}: checkpoint parameters do not match the model's")
+    with torch.no_grad():
+        for n, p in params.items():
+            p.copy_(saved[n])
+    state = json.loads((path / "state.json").read_text())
+    moments = load_file(path / "optimizer.safetensors")
+    for n, p in params.items():
+        if n in state["adam_steps"]:
+            optimizer.state[p] = {
+                "step": torch.tensor(state["adam_steps"][n]),
+                "exp_avg": moments[f"{n}::exp_avg"].clone(),
+                "exp_avg_sq": moments[f"{n}::exp_avg_sq"].clone(),
+            }
+    torch.set_rng_state(load_file(path / "rng.safetensors")["cpu"])
+    return int(state["step"]), list(state["history"])
+
+
+# ---------------------------------------------------------------------------------- training
+def train(
+    peft_model,
+    encoder: TTPEncoder,
+    rows: Sequence[TrainingRow],
+    settings: SFTSettings,
+    out_dir: str | Path,
+    *,
+    seed: int,
+    stop_after: int | None = None,
+    log=print,
+) -> dict:
+    """Train (or resume) and write ``adapter/``, ``loss.json``; return the training report.
+
+    ``stop_after`` ends the run after that many steps of this call (tests of resumption).
+    """
+    from accelerate import Accelerator
+
+    if not rows:
+        raise SFTDataError("no training rows")
+    out_dir = Path(out_dir)
+    ckpt_dir = out_dir / "checkpoints"
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(derive_seed(seed, "sft_torch") % (2**63))
+    module = TTPLossModule(peft_model, encoder, settings)
+    params = [p for p in peft_model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(
+        params, lr=settings.learning_rate, weight_decay=settings.weight_decay
+    )
+    steps = total_steps(len(rows), settings)
+    warmup = int(round(settings.warmup_ratio * steps))
+    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    module, optimizer = accelerator.prepare(module, optimizer)
+    start, history = 0, []
+    found = latest_checkpoint(ckpt_dir)
+    if found is not None:
+        start, history = load_checkpoint(found, peft_model, optimizer)
+        log(f"resumed from {found} at step {start}")
+    module.train()
+    t_run, tokens_run, steps_run = time.perf_counter(), 0, 0
+    for step in range(start, steps):
+        if stop_after is not None and steps_run >= stop_after:
+            break
+        t0 = time.perf_counter()
+        batch_rows = [rows[i] for i in batch_order(len(rows), settings.batch_size, seed, step)]
+        batch = collate(batch_rows, encoder)
+        lr = settings.learning_rate * _lr_factor(step, steps, warmup)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        loss, tok, nce = module(*batch)
+        optimizer.zero_grad(set_to_none=True)
+        accelerator.backward(loss)
+        if settings.grad_clip:
+            accelerator.clip_grad_norm_(params, settings.grad_clip)
+        optimizer.step()
+        n_tokens = batch_tokens(batch)
+        tokens_run += n_tokens
+        steps_run += 1
+        history.append(
+            {
+                "step": step + 1,
+                "loss": round(float(loss.detach()), 6),
+                "token_loss": round(float(tok), 6),
+                "contrastive_loss": round(float(nce), 6),
+                "lr": lr,
+                "tokens": n_tokens,
+                "seconds": round(time.perf_counter() - t0, 4),
+            }
+        )
+        if (step + 1) % max(1, settings.checkpoint_every) == 0 or step + 1 == steps:
+            save_checkpoint(
+                ckpt_dir / f"step-{step + 1:06d}", peft_model, optimizer, step + 1, history
+            )
+            for old in sorted(ckpt_dir.glob("step-*"))[: -settings.keep_checkpoints]:
+                shutil.rmtree(old)
+        if (step + 1) % 10 == 0 or step + 1 == steps:
+            h = history[-1]
+            log(
+                f"step {step + 1}/{steps} loss {h['loss']:.4f} "
+                f"(token {h['token_loss']:.4f}, nce {h['contrastive_loss']:.4f})"
+            )
+    elapsed = time.perf_counter() - t_run
+    finished = bool(history) and history[-1]["step"] == steps
+    report = {
+        "steps": steps,
+        "completed_steps": history[-1]["step"] if history else 0,
+        "finished": finished,
+        "resumed_from_step": start,
+        "rows": len(rows),
+        "settings": {
+            k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(settings).items()
+        },
+        "steps_this_run": steps_run,
+        "seconds_this_run": round(elapsed, 3),
+        "steps_per_s": round(steps_run / elapsed, 4) if elapsed > 0 and steps_run else None,
+        "tokens_per_s": round(tokens_run / elapsed, 2) if elapsed > 0 and steps_run else None,
+        "trainable_parameters": int(sum(p.numel() for p in params)),
+    }
+    if finished:
+        peft_model.save_pretrained(out_dir / "adapter")
+        write_json(out_dir / "loss.json", history)
+    return report

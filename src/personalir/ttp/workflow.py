@@ -1,0 +1,156 @@
+"""Helpers of rules/ttp.smk (kept out of the Snakefile, which stays glue).
+
+An *example set* is what one ``ttp_examples`` job builds: one per configured domain for the
+sample world, one named ``PersonalWAB`` for PersonalWAB's files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+# Models each method's run needs, by role (see personalir.ttp.baselines.RetrievalContext).
+METHOD_MODELS = {
+    "bm25": (),
+    "dense": ("dense",),
+    "p_prf": ("dense",),
+    "hyde": ("dense", "generator"),
+    "history_aware": ("history_aware",),
+    "decoupled": ("dense",),
+    "ttp": ("ttp_backbone", "ttp_adapter"),
+}
+
+
+def example_sets(config: Mapping) -> list[str]:
+    """``ttp.domains`` (a subset of ``domains``, in that order) or every configured domain."""
+    if config["ttp"]["source"] == "personalwab":
+        return ["PersonalWAB"]
+    chosen = config["ttp"].get("domains")
+    if chosen is None:
+        return list(config["domains"])
+    unknown = sorted(set(chosen) - set(config["domains"]))
+    if unknown:
+        raise ValueError(f"ttp.domains not among the configured domains: {unknown}")
+    return [d for d in config["domains"] if d in chosen]
+
+
+def dense_model_dir(results_dir: str, variant: str) -> str:
+    return f"{results_dir}/ttp/dense/{variant}"
+
+
+def dense_model(config: Mapping, variant: str) -> str:
+    """The bi-encoder a dense baseline uses: the fine-tuned folder, or the base model."""
+    if config["ttp"]["dense"]["fine_tune"]:
+        return dense_model_dir(config["results_dir"], variant)
+    return config["ttp"]["dense"]["model"]
+
+
+def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]:
+    """Files the ``ttp_run`` job of ``method`` needs besides its examples and items."""
+    res = config["results_dir"]
+    out = {}
+    fine_tuned = config["ttp"]["dense"]["fine_tune"]
+    # A model folder is named by its config (kept) and its weights (a temporary output).
+    for role, variant in (("dense_model", "dense"), ("history_model", "history_aware")):
+        if fine_tuned and variant in METHOD_MODELS[method]:
+            out[role] = dense_model_dir(res, variant) + "/config.json"
+            out[f"{role}_weights"] = dense_model_dir(res, variant) + "/model.safetensors"
+    if method == "decoupled":
+        out["rewrites"] = f"{res}/ttp/{example_set}/runs/ttp.info.json"
+    if method == "ttp" or (method == "hyde" and config["ttp"]["hyde"]["generator"] == "backbone"):
+        out["backbone"] = f"{res}/ttp/backbone/config.json"
+        out["backbone_weights"] = f"{res}/ttp/backbone/model.safetensors"
+    if method == "ttp":
+        out["adapter"] = f"{res}/ttp/sft/adapter/adapter_config.json"
+        out["adapter_weights"] = f"{res}/ttp/sft/adapter/adapter_model.safetensors"
+    return out
+
+
+def run_models(config: Mapping, method: str) -> dict[str, str]:
+    res = config["results_dir"]
+    models = {
+        "dense": dense_model(config, "dense"),
+        "history_aware": dense_model(config, "history_aware"),
+        "generator": (
+            f"{res}/ttp/backbone"
+            if config["ttp"]["hyde"]["generator"] == "backbone"
+            else config["ttp"]["hyde"]["generator"]
+        ),
+        "ttp_backbone": f"{res}/ttp/backbone",
+        "ttp_adapter": f"{res}/ttp/sft/adapter",
+    }
+    return {role: models[role] for role in METHOD_MODELS[method]}
+
+
+def example_inputs(config: Mapping, example_set: str) -> dict[str, str]:
+    """Inputs of ``ttp_examples``: the search log and product tables (sample world only)."""
+    if config["ttp"]["source"] == "personalwab":
+        return {}
+    res = config["results_dir"]
+    return {
+        "search_log": f"{res}/sample_world/{example_set}/search_log.jsonl",
+        "products": f"{res}/data/{example_set}/products.parquet",
+        "meta": f"{res}/data/{example_set}/meta.parquet",
+    }
+
+
+def example_source_args(config: Mapping, inputs: Mapping[str, str]) -> str:
+    """Command-line options naming where ``ttp_examples`` reads its source."""
+    args = [f"--{key.replace('_', '-')} {path}" for key, path in inputs.items()]
+    if config["ttp"]["personalwab_dir"]:
+        args.append(f"--personalwab-dir {config['ttp']['personalwab_dir']}")
+    return " ".join(args)
+
+
+def run_specs(config: Mapping) -> str:
+    """``SET:METHOD:PATH`` of every run, for ``ttp_evaluate``."""
+    res = config["results_dir"]
+    return " ".join(
+        f"{s}:{m}:{res}/ttp/{s}/runs/{m}.trec"
+        for s in example_sets(config)
+        for m in config["ttp"]["methods"]
+    )
+
+
+def rewrites_option(inputs: Mapping[str, str]) -> str:
+    """``--rewrites PATH`` for the decoupled baseline (the TTP run's info), else nothing."""
+    return f"--rewrites {inputs['rewrites']}" if "rewrites" in inputs else ""
+
+
+# The `ttp` config keys each rule reads: a rule re-runs only when one of them changes.
+RULE_KEYS = {
+    "examples": ("split", "history", "items"),
+    "teacher": ("teacher", "history", "items"),
+    "backbone": ("backbone",),
+    "sft": ("backbone", "lora", "sft", "items"),
+    "dense_ft": ("dense", "items"),
+    "evaluate": ("evaluation",),
+    "table": ("methods", "paper_reference"),
+}
+METHOD_KEYS = {"p_prf": ("p_prf",), "hyde": ("hyde",), "ttp": ("inference", "sft")}
+
+
+def rule_params(config: Mapping, rule: str) -> str:
+    """The part of the ``ttp`` section a rule reads, as compact JSON."""
+    ttp = config["ttp"]
+    return json.dumps({k: ttp[k] for k in RULE_KEYS[rule]}, sort_keys=True, separators=(",", ":"))
+
+
+def run_params(config: Mapping, method: str) -> str:
+    ttp = config["ttp"]
+    keys = ("items", "depth", *METHOD_KEYS.get(method, ()))
+    return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
+
+
+# Methods whose run generates text with the causal LM: they take the multi-threaded slot.
+GENERATING_METHODS = ("ttp", "hyde")
+
+
+def sft_threads(config: Mapping) -> int:
+    """CPU threads of SFT: ``ttp.sft.threads``, else the workflow's ``threads``."""
+    return int(config["ttp"]["sft"]["threads"] or config["threads"])
+
+
+def run_threads(config: Mapping, method: str) -> int:
+    """CPU threads of a method's run: SFT's for the generating methods, one for the others."""
+    return sft_threads(config) if method in GENERATING_METHODS else 1

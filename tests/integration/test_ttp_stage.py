@@ -1,0 +1,93 @@
+"""The TTP stage of the real workflow on a tiny sample configuration (one domain, a tiny
+random Llama backbone cut to one layer, a few SFT steps, every method): every rule runs,
+outputs have the documented shapes and a second run has nothing to do. (Resuming SFT from a
+checkpoint is tested in tests/unit/test_ttp_model.py; the packaged SmolLM2 backbone runs in
+the sample workflow itself, which this test keeps cheap by not dequantising it.)"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from personalir.ttp.tiny import build_tiny_causal_lm
+
+from .workflow import copy_workflow, snakemake
+
+pytestmark = pytest.mark.integration
+
+TINY = """
+domains: [Musical_Instruments]
+sample: {n_products: 60, n_users: 24, min_sentences_per_user: 12}
+paper: {build_pdf: false}
+ttp:
+  search_log: {searches_per_user: 2}
+  split: {test_share: 0.4, max_test_per_label: 3}
+  items: {fields: [title]}
+  history: {n: 2}
+  backbone: {model: tiny_lm, num_layers: 1}
+  sft: {batch_size: 4, max_steps: 4, max_query_tokens: 96, max_item_tokens: 16,
+        history_item_tokens: 12, checkpoint_every: 2}
+  inference: {max_new_tokens: 4}
+  dense: {epochs: 0.3, batch_size: 8}
+  hyde: {max_new_tokens: 4}
+  methods: [bm25, dense, p_prf, hyde, history_aware, decoupled, ttp]
+  evaluation: {bootstrap_samples: 100, check: false}
+"""
+TARGETS = [
+    "results/ttp/table4.csv",
+    "paper/generated/ttp_table4.tex",
+    "paper/generated/ttp_sft_loss.pdf",
+    "results/ttp/acceptance.txt",
+]
+
+
+def _jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def ttp_run(tmp_path_factory):
+    work = copy_workflow(tmp_path_factory.mktemp("ttp_wf"))
+    (work / "config" / "tiny_ttp.yaml").write_text(TINY)
+    build_tiny_causal_lm(work / "tiny_lm", architecture="llama", layers=2)
+    args = ("--profile", "profiles/local", "--configfile", "config/tiny_ttp.yaml")
+    snakemake(work, *TARGETS, *args)
+    return work, args
+
+
+def test_stage_outputs(ttp_run):
+    work, _ = ttp_run
+    res = work / "results"
+    log = _jsonl(res / "sample_world/Musical_Instruments/search_log.jsonl")
+    assert len(log) == 48 and {r["label"] for r in log} == {"General", "Broad", "LongTail"}
+    examples = _jsonl(res / "ttp/Musical_Instruments/examples.jsonl")
+    test = [e for e in examples if e["split"] == "test"]
+    assert 0 < len(test) <= 9 and all(len(e["selected_history"]) <= 2 for e in examples)
+    teacher = json.loads((res / "ttp/Musical_Instruments/teacher.report.json").read_text())
+    assert teacher["teacher"].startswith("history_attributes")
+    train = json.loads((res / "ttp/sft/train.report.json").read_text())
+    assert train["finished"] and train["steps"] == 4
+    assert train["backbone"] == "tiny_lm (first 1 of 2 layers)"
+    assert (res / "ttp/sft/adapter/adapter_model.safetensors").exists()
+    # The backbone's and the bi-encoders' weights are temporary: gone once consumed.
+    assert (res / "ttp/backbone/config.json").exists()
+    assert not (res / "ttp/backbone/model.safetensors").exists()
+    assert not list((res / "ttp/dense").glob("*/model.safetensors"))
+    for method in ("bm25", "dense", "p_prf", "hyde", "history_aware", "decoupled", "ttp"):
+        lines = (res / f"ttp/Musical_Instruments/runs/{method}.trec").read_text().splitlines()
+        assert {line.split()[0] for line in lines} == {e["example_id"] for e in test}
+    table = pd.read_csv(res / "ttp/table4.csv")
+    assert list(table["Method"])[-1] == "TTP (SFT)" and "Broad nDCG@20" in table.columns
+    tex = (work / "paper/generated/ttp_table4.tex").read_text()
+    assert r"\begin{tabular}" in tex and "History-Aware" in tex
+    assert (work / "paper/generated/ttp_sft_loss.pdf").read_bytes()[:5] == b"%PDF-"
+    text = (res / "ttp/acceptance.txt").read_text()
+    assert "TTP (SFT) beats query-only dense on Broad" in text
+
+
+def test_second_run_has_nothing_to_do(ttp_run):
+    work, args = ttp_run
+    proc = snakemake(work, *TARGETS, "-n", *args)
+    assert "Nothing to be done" in proc.stdout + proc.stderr

@@ -1,0 +1,218 @@
+"""Personalised retrievers on a tiny catalogue, and their adapter for the PQB evaluation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from personalir.ttp.baselines import (
+    PERSONAL_RETRIEVERS,
+    RetrievalContext,
+    build_retriever,
+    history_aware_text,
+)
+from personalir.ttp.data import Example, HistoryEntry, Item, ItemCorpus
+
+MINILM = "packaged:all-MiniLM-L6-v2"
+
+
+def _corpus():
+    rows = [
+        ("P1", "Kestrel guitar capo, black"),
+        ("P2", "Bolt guitar capo, red"),
+        ("P3", "Zed guitar capo, white"),
+        ("P4", "Kestrel leather guitar strap"),
+        ("P5", "Bolt maple drum sticks"),
+        ("P6", "Zed hickory drum sticks"),
+    ]
+    return ItemCorpus({i: Item(i, t, "Musical Instruments") for i, t in rows})
+
+
+def _examples():
+    return [
+        Example(
+            "q1",
+            "t",
+            "d",
+            "u1",
+            "guitar capo",
+            "P1",
+            "Broad",
+            "test",
+            [HistoryEntry("P4", 1)],
+            selected_history=["P4"],
+        ),
+        Example(
+            "q2",
+            "t",
+            "d",
+            "u2",
+            "Bolt drum sticks",
+            "P5",
+            "General",
+            "test",
+            [HistoryEntry("P2", 1)],
+            selected_history=["P2"],
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return RetrievalContext(
+        corpus=_corpus(),
+        item_fields=("title",),
+        depth=100,
+        models={"dense": MINILM, "history_aware": MINILM},
+    )
+
+
+def test_registry_lists_every_method():
+    assert PERSONAL_RETRIEVERS.names() == sorted(
+        ["bm25", "dense", "p_prf", "hyde", "history_aware", "decoupled", "ttp"]
+    )
+    uses = {m: PERSONAL_RETRIEVERS.get(m).uses_history for m in PERSONAL_RETRIEVERS.names()}
+    assert uses == {
+        "bm25": False,
+        "dense": False,
+        "hyde": False,
+        "p_prf": True,
+        "history_aware": True,
+        "decoupled": True,
+        "ttp": True,
+    }
+
+
+def test_bm25_and_dense_rank_the_matching_product_first(ctx):
+    for method in ("bm25", "dense"):
+        ranking = build_retriever(method, ctx).rank(_examples())
+        assert ranking["q2"][0][0] == "P5", method
+        assert {d for d, _ in ranking["q1"][:3]} == {"P1", "P2", "P3"}, method
+
+
+def test_history_moves_the_broad_query_to_the_history_brand(ctx):
+    exs = _examples()
+    dense = build_retriever("dense", ctx).rank(exs)
+    prf = build_retriever("p_prf", ctx, {"beta": 1.0}).rank(exs)
+    capos = {
+        name: [d for d, _ in r["q1"] if d in {"P1", "P2", "P3"}]
+        for name, r in (("dense", dense), ("p_prf", prf))
+    }
+    # the user's Kestrel strap pulls the Kestrel capo above the other capos
+    assert capos["p_prf"][0] == "P1"
+    assert capos["p_prf"].index("P1") <= capos["dense"].index("P1")
+    text = history_aware_text("guitar capo", ["title: Kestrel leather guitar strap"])
+    assert text.startswith("guitar capo [SEP] history: ")
+    assert build_retriever("history_aware", ctx).rank(exs)["q1"][0][0] in {"P1", "P4"}
+
+
+def test_decoupled_uses_the_ttp_rewrites_and_refuses_missing_ones(ctx):
+    rewrites = RetrievalContext(
+        corpus=ctx.corpus,
+        item_fields=("title",),
+        models=ctx.models,
+        rewrites={"q1": "Zed capo white", "q2": "Bolt maple sticks"},
+    )
+    ranking = build_retriever("decoupled", rewrites).rank(_examples())
+    assert ranking["q1"][0][0] == "P3" and ranking["q2"][0][0] == "P5"
+    with pytest.raises(ValueError, match="no TTP rewrite"):
+        build_retriever("decoupled", ctx).rank(_examples())
+    with pytest.raises(ValueError, match="unknown parameter"):
+        build_retriever("p_prf", ctx, {"gamma": 1})
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from personalir.ttp.model import BackboneConfig, prepare_backbone, save_backbone
+    from personalir.ttp.tiny import build_tiny_causal_lm
+
+    root = tmp_path_factory.mktemp("tiny_baselines")
+    src = build_tiny_causal_lm(root / "src")
+    model, tok, info = prepare_backbone(BackboneConfig(model=str(src)), 1)
+    save_backbone(model, tok, info, root / "backbone")
+    return root
+
+
+def test_ttp_and_hyde_run_end_to_end_on_a_tiny_model(ctx, tiny):
+    models = {**ctx.models, "ttp_backbone": str(tiny / "backbone"), "generator": str(tiny / "src")}
+    c = RetrievalContext(corpus=ctx.corpus, item_fields=("title",), depth=100, models=models)
+    ttp = build_retriever("ttp", c, {"max_new_tokens": 4, "batch_size": 2})
+    ranking = ttp.rank(_examples())
+    assert set(ranking) == {"q1", "q2"} and all(len(v) == 6 for v in ranking.values())
+    assert set(ttp.info["rewrites"]) == {"q1", "q2"} and ttp.info["items"] == 6
+    hyde = build_retriever("hyde", c, {"max_new_tokens": 4, "batch_size": 2})
+    ranking = hyde.rank(_examples())
+    assert len(ranking["q1"]) == 6 and set(hyde.info["hypothetical_documents"]) == {"q1", "q2"}
+    scores = [s for _, s in ranking["q1"]]
+    assert scores == sorted(scores, reverse=True) and np.isfinite(scores).all()
+
+
+def test_pqb_adapter_runs_a_personal_retriever_behind_the_retrieval_interface(tmp_path):
+    import pyarrow as pa
+
+    from personalir.common.io import write_parquet
+    from personalir.queries.benchmark_format import write_benchmark
+    from personalir.retrieval.base import QueryText, RunSettings
+    from personalir.retrieval.corpus import corpus_from_texts
+    from personalir.ttp.baselines import PQBPersonalRetriever
+
+    corpus = _corpus()
+    write_parquet(
+        tmp_path / "products.parquet",
+        pa.table(
+            {
+                "parent_asin": corpus.ids,
+                "title": [corpus[i].title for i in corpus.ids],
+                "main_category": ["Musical Instruments"] * len(corpus),
+            }
+        ),
+    )
+    write_parquet(
+        tmp_path / "meta.parquet",
+        pa.table(
+            {
+                "parent_asin": corpus.ids,
+                "features": [[] for _ in corpus.ids],
+                "details": [[("Brand", corpus[i].title.split()[0])] for i in corpus.ids],
+            }
+        ),
+    )
+    write_parquet(
+        tmp_path / "reviews.parquet",
+        pa.table({"user_id": ["U", "V"], "parent_asin": ["P4", "P6"], "timestamp": [1, 2]}),
+    )
+    base = {
+        "domain": "Musical_Instruments",
+        "product": "P1",
+        "core_terms": [],
+        "provenance": {},
+        "pair_id": "s1",
+        "kind": "syntactic",
+    }
+    write_benchmark(
+        tmp_path / "benchmark.jsonl",
+        [
+            {**base, "query_id": "a", "user_id": "U", "role": "a", "text": "guitar capo"},
+            {**base, "query_id": "b", "user_id": "V", "role": "b", "text": "a capo for guitar"},
+        ],
+    )
+    retriever = PQBPersonalRetriever(
+        params={
+            "method": "p_prf",
+            "benchmark": str(tmp_path / "benchmark.jsonl"),
+            "reviews": str(tmp_path / "reviews.parquet"),
+            "products": str(tmp_path / "products.parquet"),
+            "meta": str(tmp_path / "meta.parquet"),
+            "domain": "Musical_Instruments",
+            "models": {"dense": MINILM},
+            "n_history": 2,
+            "item_fields": ["title"],
+        },
+        settings=RunSettings(),
+    )
+    retriever.index(corpus_from_texts(corpus.ids, [corpus[i].title for i in corpus.ids]))
+    ranking = retriever.rank([QueryText("a", "guitar capo"), QueryText("b", "x")], depth=3)
+    assert [d for d, _ in ranking["a"]][0] == "P1"  # U's Kestrel strap -> Kestrel capo
+    assert len(ranking["b"]) == 3
+    with pytest.raises(ValueError, match="not in the benchmark"):
+        retriever.rank([QueryText("zz", "q")], depth=3)

@@ -1,0 +1,19 @@
+"""Rule ttp_backbone: load, truncate, add <think> </think> <emb> (mean init), save."""
+
+import _bootstrap  # noqa: F401
+from personalir.common.cli import json_arg, parser, setup_logging
+from personalir.ttp.stage import prepare
+
+
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
+    ap.add_argument("--out-dir", required=True)
+    args = ap.parse_args()
+    log = setup_logging("ttp_backbone")
+    prepare(ttp=args.params, seed=args.seed, out_dir=args.out_dir, log=log.info)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,32 @@
+"""Rule ttp_table: the Table 4 layout (methods x test sets) as CSV and LaTeX."""
+
+import _bootstrap  # noqa: F401
+from personalir.common.cli import json_arg, parser, setup_logging
+from personalir.common.io import read_json
+from personalir.ttp.stage import make_table
+
+
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--summary", required=True)
+    ap.add_argument("--acceptance", required=True)
+    ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
+    ap.add_argument("--label", required=True, help="configuration label for the caption")
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--tex", required=True)
+    args = ap.parse_args()
+    log = setup_logging("ttp_table")
+    labels = read_json(args.acceptance)["labels"]
+    table = make_table(
+        summary_path=args.summary,
+        ttp=args.params,
+        labels=labels,
+        config_label=args.label,
+        csv_out=args.csv,
+        tex_out=args.tex,
+    )
+    log.info("\n%s", table.to_string())
+
+
+if __name__ == "__main__":
+    main()
