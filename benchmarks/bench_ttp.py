@@ -129,6 +129,16 @@ def smollm2_teacher_quality(set_dir: Path, ttp: dict, seed: int, n: int) -> dict
     return out
 
 
+def _backbone(folder: Path, ttp: dict, seed: int):
+    """The workflow's prepared backbone, or (its weights being a temporary output, deleted
+    after the run) the same preparation done here."""
+    from personalir.ttp.model import BackboneConfig, load_backbone, prepare_backbone
+
+    if (folder / "model.safetensors").exists():
+        return load_backbone(folder, ttp["backbone"]["dtype"])
+    return prepare_backbone(BackboneConfig.from_config(ttp["backbone"]), seed)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--results", default=str(REPO_ROOT / "results"))
@@ -156,7 +166,7 @@ def main() -> int:
     import yaml
 
     from personalir.ttp.data import ItemCorpus, read_examples
-    from personalir.ttp.model import LoraSettings, TTPEncoder, attach_lora, load_backbone
+    from personalir.ttp.model import LoraSettings, TTPEncoder, attach_lora
     from personalir.ttp.sft import (
         SFTSettings,
         TTPLossModule,
@@ -180,8 +190,9 @@ def main() -> int:
         json.loads(line)
         for line in (res / sets[0] / "sft.jsonl").read_text(encoding="utf-8").splitlines()
     ]
-    model, tok, info = load_backbone(res / "backbone", ttp["backbone"]["dtype"])
-    peft_model = attach_lora(model, tok, LoraSettings.from_config(ttp["lora"]))
+    seed = config["seed"]
+    model, tok, info = _backbone(res / "backbone", ttp, seed)
+    peft_model = attach_lora(model, tok, LoraSettings.from_config(ttp["lora"]), seed=seed)
     settings = SFTSettings.from_config(
         {
             **ttp["sft"],
@@ -217,7 +228,7 @@ def main() -> int:
     if args.adapter:
         from personalir.ttp.model import load_adapter
 
-        base, _, _ = load_backbone(res / "backbone", ttp["backbone"]["dtype"])
+        base, _, _ = _backbone(res / "backbone", ttp, seed)
         enc = TTPEncoder(
             load_adapter(base, args.adapter),
             tok,

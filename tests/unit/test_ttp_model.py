@@ -3,6 +3,7 @@ on every projection, <emb> pooling, the SFT loss (token CE + InfoNCE), resumable
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -70,7 +71,7 @@ def test_special_tokens_mean_init_and_untied_head(backbone_dir):
 
 def test_lora_on_every_projection_and_only_new_token_rows(backbone_dir):
     model, tok, _ = load_backbone(backbone_dir / "backbone")
-    peft_model = attach_lora(model, tok, LoraSettings(r=4, alpha=8, dropout=0.0))
+    peft_model = attach_lora(model, tok, LoraSettings(r=4, alpha=8, dropout=0.0), seed=0)
     trainable = [n for n, p in peft_model.named_parameters() if p.requires_grad]
     for proj in LORA_TARGETS:
         assert any(f".{proj}.lora_A" in n for n in trainable), proj
@@ -79,9 +80,21 @@ def test_lora_on_every_projection_and_only_new_token_rows(backbone_dir):
     assert all("lora_" in n or "trainable_tokens" in n for n in trainable)
 
 
+def test_lora_initialisation_is_seeded(backbone_dir):
+    def lora_a(seed):
+        model, tok, _ = load_backbone(backbone_dir / "backbone")
+        torch.rand(7)  # whatever ran before must not matter
+        peft_model = attach_lora(model, tok, LoraSettings(r=4, alpha=8, dropout=0.0), seed=seed)
+        return [p.detach().clone() for n, p in peft_model.named_parameters() if "lora_A" in n]
+
+    first, again, other = lora_a(3), lora_a(3), lora_a(4)
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(first, other, strict=True))
+
+
 def _encoder(backbone_dir, r=4):
     model, tok, _ = load_backbone(backbone_dir / "backbone")
-    peft_model = attach_lora(model, tok, LoraSettings(r=r, alpha=2 * r, dropout=0.0))
+    peft_model = attach_lora(model, tok, LoraSettings(r=r, alpha=2 * r, dropout=0.0), seed=0)
     return peft_model, TTPEncoder(
         peft_model, tok, max_query_tokens=400, max_item_tokens=40, batch_size=3
     )
@@ -260,6 +273,11 @@ def test_training_resumes_to_the_same_weights(backbone_dir, tmp_path):
     assert a.keys() == b.keys()
     for k in a:
         assert torch.allclose(a[k], b[k], atol=1e-6), k
+    # Another run (here: another learning rate) never resumes these checkpoints.
+    settings = dataclasses.replace(settings, learning_rate=1e-3)
+    other = run(tmp_path / "resumed", stop_after=1)
+    assert other["resumed_from_step"] == 0 and other["completed_steps"] == 1
+    settings = dataclasses.replace(settings, learning_rate=5e-3)
     loss_full = json.loads((tmp_path / "full" / "loss.json").read_text())
     loss_res = json.loads((tmp_path / "resumed" / "loss.json").read_text())
     assert [h["loss"] for h in loss_full] == pytest.approx([h["loss"] for h in loss_res], abs=1e-5)

@@ -187,8 +187,14 @@ def load_backbone(path: str | Path, dtype: str = "float32"):
     return model, tokenizer, info
 
 
-def attach_lora(model, tokenizer, lora: LoraSettings):
+def attach_lora(model, tokenizer, lora: LoraSettings, *, seed: int):
+    """LoRA on the configured projections plus the new tokens' rows. The LoRA A matrices are
+    drawn from torch's global generator, so it is seeded here: B starts at zero, so the first
+    step's loss cannot tell an unseeded A, but every later step would differ run to run."""
+    import torch
     from peft import LoraConfig, get_peft_model
+
+    from personalir.common.seeding import derive_seed
 
     ids = tokenizer.convert_tokens_to_ids(list(SPECIAL_TOKENS))
     trainable = {"embed_tokens": ids}
@@ -202,6 +208,7 @@ def attach_lora(model, tokenizer, lora: LoraSettings):
         trainable_token_indices=trainable,
         task_type="CAUSAL_LM",
     )
+    torch.manual_seed(derive_seed(seed, "ttp_lora_init") % (2**63))
     return get_peft_model(model, config)
 
 

@@ -20,11 +20,12 @@ and reproduces the uninterrupted run.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -194,7 +195,29 @@ def _trainable(model) -> dict:
     return {n: p for n, p in model.named_parameters() if p.requires_grad}
 
 
-def save_checkpoint(path: Path, model, optimizer, step: int, history: list[dict]) -> None:
+# The modules whose code decides what a training step computes (part of the run key).
+_RUN_CODE = ("sft.py", "model.py", "prompts.py")
+
+
+def run_key(params: Mapping, rows: Sequence[TrainingRow], settings: SFTSettings, seed: int) -> str:
+    """What makes checkpoints resumable: the settings, seed, training rows, initial trainable
+    weights (backbone, LoRA initialisation) and the training code, hashed. A checkpoint of
+    another key is from a different run (say, a changed setting or code) and is never resumed."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"settings": asdict(settings), "seed": seed}, sort_keys=True).encode())
+    for r in rows:
+        h.update(json.dumps([r.example_id, r.query_ids, r.n_target, r.item_ids]).encode())
+    for name in sorted(params):
+        h.update(name.encode())
+        h.update(params[name].detach().cpu().contiguous().numpy().tobytes())
+    for code in _RUN_CODE:
+        h.update((Path(__file__).parent / code).read_bytes())
+    return h.hexdigest()
+
+
+def save_checkpoint(
+    path: Path, model, optimizer, step: int, history: list[dict], key: str = ""
+) -> None:
     from safetensors.torch import save_file
 
     tmp = path.with_name(path.name + ".tmp")
@@ -219,16 +242,32 @@ def save_checkpoint(path: Path, model, optimizer, step: int, history: list[dict]
     save_file(moments, tmp / "optimizer.safetensors")
     save_file({"cpu": torch.get_rng_state()}, tmp / "rng.safetensors")
     (tmp / "state.json").write_text(
-        json.dumps({"step": step, "adam_steps": steps, "history": history}, indent=1)
+        json.dumps(
+            {"step": step, "run_key": key, "adam_steps": steps, "history": history}, indent=1
+        )
     )
     if path.exists():
         shutil.rmtree(path)
     tmp.rename(path)
 
 
-def latest_checkpoint(ckpt_dir: Path) -> Path | None:
+def latest_checkpoint(ckpt_dir: Path, key: str | None = None) -> Path | None:
+    """The latest complete checkpoint (of run ``key`` when given)."""
     done = sorted(p for p in ckpt_dir.glob("step-*") if (p / "state.json").exists())
+    if key is not None:
+        done = [p for p in done if json.loads((p / "state.json").read_text()).get("run_key") == key]
     return done[-1] if done else None
+
+
+def discard_other_runs(ckpt_dir: Path, key: str) -> int:
+    """Remove the checkpoints (and half-written ones) that are not of run ``key``."""
+    removed = 0
+    for p in sorted(ckpt_dir.glob("step-*")):
+        state = p / "state.json"
+        if not state.exists() or json.loads(state.read_text()).get("run_key") != key:
+            shutil.rmtree(p)
+            removed += 1
+    return removed
 
 
 def load_checkpoint(path: Path, model, optimizer) -> tuple[int, list[dict]]:
@@ -288,7 +327,11 @@ def train(
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     module, optimizer = accelerator.prepare(module, optimizer)
     start, history = 0, []
-    found = latest_checkpoint(ckpt_dir)
+    key = run_key(_trainable(peft_model), rows, settings, seed)
+    stale = discard_other_runs(ckpt_dir, key)
+    if stale:
+        log(f"discarded {stale} checkpoint(s) of another run (settings, data, weights or code)")
+    found = latest_checkpoint(ckpt_dir, key)
     if found is not None:
         start, history = load_checkpoint(found, peft_model, optimizer)
         log(f"resumed from {found} at step {start}")
@@ -325,7 +368,7 @@ def train(
         )
         if (step + 1) % max(1, settings.checkpoint_every) == 0 or step + 1 == steps:
             save_checkpoint(
-                ckpt_dir / f"step-{step + 1:06d}", peft_model, optimizer, step + 1, history
+                ckpt_dir / f"step-{step + 1:06d}", peft_model, optimizer, step + 1, history, key
             )
             for old in sorted(ckpt_dir.glob("step-*"))[: -settings.keep_checkpoints]:
                 shutil.rmtree(old)

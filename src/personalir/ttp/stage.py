@@ -225,7 +225,7 @@ def run_sft(
         with open(p, encoding="utf-8") as fh:
             records += [json.loads(line) for line in fh]
     model, tok, info = load_backbone(backbone, ttp["backbone"]["dtype"])
-    peft_model = attach_lora(model, tok, LoraSettings.from_config(ttp["lora"]))
+    peft_model = attach_lora(model, tok, LoraSettings.from_config(ttp["lora"]), seed=seed)
     settings = SFTSettings.from_config(
         {**ttp["sft"], "item_fields": _fields(ttp), "max_features": ttp["items"]["max_features"]}
     )
