@@ -213,8 +213,12 @@ rule ttp_evaluate:
             ttp_set=TTP_SETS,
             method=TTP_METHODS,
         ),
-        infos=expand(results("ttp", TTP_SETS[0], "runs", "{method}.info.json"),
-                     method=TTP_METHODS),
+        # The first set's run infos name each method's models (no set when TTP is off).
+        infos=expand(
+            results("ttp", "{ttp_set}", "runs", "{method}.info.json"),
+            ttp_set=TTP_SETS[:1],
+            method=TTP_METHODS,
+        ),
     output:
         per_query=results("ttp", "per_query.parquet"),
         summary=results("ttp", "summary.parquet"),

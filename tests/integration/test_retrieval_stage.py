@@ -53,6 +53,7 @@ def _config() -> dict:
             "bootstrap": {"samples": 200},
             "significance": {"permutations": 500},
         },
+        "ttp": {"enabled": False},  # its default domain is not among these two
     }
 
 

@@ -324,3 +324,5 @@ def test_ttp_domains_choose_the_example_sets():
     with pytest.raises(ValueError, match="not among the configured domains"):
         example_sets(cfg(domains=["D"]))
     assert example_sets(cfg(source="personalwab", domains=["A"])) == ["PersonalWAB"]
+    # A stage that is switched off does not stop a run with other domains.
+    assert example_sets(cfg(domains=["D", "A"], enabled=False)) == ["A"]

@@ -29,8 +29,11 @@ def example_sets(config: Mapping) -> list[str]:
     if chosen is None:
         return list(config["domains"])
     unknown = sorted(set(chosen) - set(config["domains"]))
-    if unknown:
-        raise ValueError(f"ttp.domains not among the configured domains: {unknown}")
+    if unknown and config["ttp"].get("enabled", True):
+        raise ValueError(
+            f"ttp.domains {unknown} are not among the configured domains {config['domains']}:"
+            " set ttp.domains to some of them (null: all), or ttp.enabled to false"
+        )
     return [d for d in config["domains"] if d in chosen]
 
 
