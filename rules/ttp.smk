@@ -127,7 +127,8 @@ rule ttp_sft:
         corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
     output:
         adapter=results("ttp", "sft", "adapter", "adapter_config.json"),
-        adapter_weights=results("ttp", "sft", "adapter", "adapter_model.safetensors"),
+        # ~20 MB: kept until the TTP run is done, not recorded by DVC (`--notemp` keeps it).
+        adapter_weights=temp(results("ttp", "sft", "adapter", "adapter_model.safetensors")),
         loss=results("ttp", "sft", "loss.json"),
         report=results("ttp", "sft", "train.report.json"),
     params:

@@ -70,8 +70,10 @@ def test_stage_outputs(ttp_run):
     train = json.loads((res / "ttp/sft/train.report.json").read_text())
     assert train["finished"] and train["steps"] == 4
     assert train["backbone"] == "tiny_lm (first 1 of 2 layers)"
-    assert (res / "ttp/sft/adapter/adapter_model.safetensors").exists()
-    # The backbone's and the bi-encoders' weights are temporary: gone once consumed.
+    # The adapter's, the backbone's and the bi-encoders' weights are temporary: gone once
+    # consumed (the adapter's config stays).
+    assert (res / "ttp/sft/adapter/adapter_config.json").exists()
+    assert not (res / "ttp/sft/adapter/adapter_model.safetensors").exists()
     assert (res / "ttp/backbone/config.json").exists()
     assert not (res / "ttp/backbone/model.safetensors").exists()
     assert not list((res / "ttp/dense").glob("*/model.safetensors"))
