@@ -8,7 +8,7 @@ import json
 QUERIES = config["queries"]
 QUERIES_GPU = 1 if QUERIES["lm"]["device"] == "cuda" else 0
 # Dequantised GGUF models, outside the DAG like a conda env (docs/queries.md, "Cost").
-QUERIES_MODEL_CACHE = results("queries", "model_cache") if QUERIES["lm"]["cache"] else ""
+QUERIES_MODEL_CACHE = GGUF_CACHE
 QUERIES_LM_KEYS = ("lm", "filters")
 QUERIES_CANDIDATE_KEYS = (
     "products_per_domain", "min_reviewers", "backends", "lm", "grammar", "filters",

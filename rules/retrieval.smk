@@ -70,6 +70,7 @@ rule retrieval_run:
         entry=lambda w: json.dumps(RETRIEVER_DEFS[w.retriever], sort_keys=True),
         settings=RETRIEVAL_RUN_SETTINGS,
         seed=config["seed"],
+        model_cache=GGUF_CACHE,
         domains=" ".join(DOMAINS),
         first_stage=lambda w, input: (
             "--first-stage " + " ".join(input.first_stage) if input.first_stage else ""
@@ -88,7 +89,7 @@ rule retrieval_run:
         " --entry {params.entry:q} --settings {params.settings:q} --seed {params.seed}"
         " --threads {threads} --domains {params.domains} --corpus {input.corpus}"
         " --queries {input.queries} {params.first_stage} --runs {output.runs}"
-        " --meta {output.meta} > {log} 2>&1"
+        " --meta {output.meta} --model-cache {params.model_cache:q} > {log} 2>&1"
 
 
 rule retrieval_import_run:

@@ -105,6 +105,7 @@ rule ttp_backbone:
     params:
         ttp=ttp_wf.rule_params(config, "backbone"),
         seed=config["seed"],
+        model_cache=GGUF_CACHE,
     log:
         "logs/ttp/backbone.log",
     resources:
@@ -115,7 +116,7 @@ rule ttp_backbone:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_backbone.py --seed {params.seed} --params {params.ttp:q}"
-        " --out-dir $(dirname {output.config}) > {log} 2>&1"
+        " --out-dir $(dirname {output.config}) --model-cache {params.model_cache:q} > {log} 2>&1"
 
 
 rule ttp_sft:
@@ -190,6 +191,7 @@ rule ttp_run:
         models=lambda w: json.dumps(ttp_wf.run_models(config, w.method), sort_keys=True),
         rewrites=lambda w, input: ttp_wf.rewrites_option(dict(input)),
         seed=config["seed"],
+        model_cache=GGUF_CACHE,
     log:
         "logs/ttp/run_{ttp_set}_{method}.log",
     resources:
@@ -202,7 +204,8 @@ rule ttp_run:
         "python -u workflow_scripts/ttp_run.py --method {wildcards.method}"
         " --examples {input.examples} --items {input.corpus} --models {params.models:q}"
         " {params.rewrites} --seed {params.seed} --threads {threads}"
-        " --params {params.ttp:q} --run {output.run} --info {output.info} > {log} 2>&1"
+        " --params {params.ttp:q} --run {output.run} --info {output.info}"
+        " --model-cache {params.model_cache:q} > {log} 2>&1"
 
 
 rule ttp_evaluate:

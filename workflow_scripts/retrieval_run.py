@@ -19,9 +19,12 @@ def main() -> None:
     ap.add_argument("--first-stage", nargs="*", default=None)
     ap.add_argument("--runs", nargs="+", required=True)
     ap.add_argument("--meta", required=True)
+    ap.add_argument("--model-cache", default="", help="dequantised GGUF models ('': none)")
     args = ap.parse_args()
     setup_logging("retrieval_run")
-    settings = RunSettings.from_config(args.settings, seed=args.seed, threads=args.threads)
+    settings = RunSettings.from_config(
+        args.settings, seed=args.seed, threads=args.threads, model_cache=args.model_cache
+    )
     run_retriever(
         name=args.name,
         entry=args.entry,

@@ -17,6 +17,7 @@ def main() -> None:
     ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
     ap.add_argument("--run", required=True)
     ap.add_argument("--info", required=True)
+    ap.add_argument("--model-cache", default="", help="dequantised GGUF models ('': none)")
     args = ap.parse_args()
     log = setup_logging("ttp_run")
     run_method(
@@ -30,6 +31,7 @@ def main() -> None:
         threads=args.threads,
         run_out=args.run,
         info_out=args.info,
+        model_cache=args.model_cache or None,
         log=log.info,
     )
 

@@ -7,6 +7,7 @@ the sample workflow itself, which this test keeps cheap by not dequantising it.)
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -69,6 +70,7 @@ def test_stage_outputs(ttp_run):
     assert teacher["teacher"].startswith("history_attributes")
     train = json.loads((res / "ttp/sft/train.report.json").read_text())
     assert train["finished"] and train["steps"] == 4
+    assert train["seed"] == 20251129  # ttp.sft.seed null: the workflow seed
     assert train["backbone"] == "tiny_lm (first 1 of 2 layers)"
     # The adapter's, the backbone's and the bi-encoders' weights are temporary: gone once
     # consumed (the adapter's config stays).
@@ -93,3 +95,15 @@ def test_second_run_has_nothing_to_do(ttp_run):
     work, args = ttp_run
     proc = snakemake(work, *TARGETS, "-n", *args)
     assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_an_sft_seed_retrains_only_from_sft_on(ttp_run):
+    """``ttp.sft.seed`` (a seed study) reruns SFT and what reads the model, nothing before."""
+    work, args = ttp_run
+    (work / "config" / "sft_seed.yaml").write_text("ttp:\n  sft:\n    seed: 5\n")
+    proc = snakemake(work, *TARGETS, "-n", *args, "config/sft_seed.yaml")
+    block = (proc.stdout + proc.stderr).split("Job stats:")[1].split("total")[0]
+    jobs = {m.group(1) for m in re.finditer(r"^(\w+)\s+\d+\s*$", block, re.MULTILINE)}
+    # (the backbone's weights are temporary, so its rule runs again to feed SFT)
+    assert {"ttp_sft", "ttp_evaluate"} <= jobs
+    assert {"ttp_search_log", "ttp_examples", "ttp_teacher"}.isdisjoint(jobs)

@@ -172,6 +172,43 @@ def test_yes_no_score_is_the_next_token_log_odds(tiny):
     )
 
 
+def test_gguf_reranker_reads_the_shared_dequantised_copy(tiny, monkeypatch):
+    """A GGUF model (the packaged SmolLM2) loads through ``load_causal_lm`` with the run's
+    model cache, and scores as the same checkpoint loaded directly."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import personalir.queries.lm as lm
+    import personalir.retrieval.rerank as rerank
+    from personalir.retrieval.models import ModelRef
+
+    src = tiny["qwen3"]
+    calls = []
+
+    def fake_load(ref, *, dtype="float32", device="cpu", cache_dir=None):
+        calls.append((ref.gguf_file, device, cache_dir))
+        tok = AutoTokenizer.from_pretrained(src)
+        return AutoModelForCausalLM.from_pretrained(src).eval(), tok
+
+    monkeypatch.setattr(lm, "load_causal_lm", fake_load)
+    monkeypatch.setattr(
+        rerank,
+        "resolve_model",
+        lambda name, allow_download=False: ModelRef(name, str(src), "m.gguf"),
+    )
+    cached = RunSettings(threads=1, batch_size=4, doc_chunk=4, model_cache="/cache")
+    r = REGISTRY.get("llm_yesno")(
+        model="packaged:tiny", settings=cached, params={"max_doc_tokens": 8, "dtype": "float32"}
+    )
+    r.index(CORPUS)
+    assert calls == [("m.gguf", "cpu", "/cache")]
+    direct = REGISTRY.get("llm_yesno")(
+        model=str(src), settings=SETTINGS, params={"max_doc_tokens": 8, "dtype": "float32"}
+    )
+    direct.index(CORPUS)
+    ids = ["B001", "B003"]
+    assert r.scores("wired gamepad", ids) == pytest.approx(direct.scores("wired gamepad", ids))
+
+
 def test_maxsim_helper_matches_sentence_transformers():
     from sentence_transformers.util import maxsim
 

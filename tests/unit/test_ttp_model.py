@@ -69,6 +69,37 @@ def test_special_tokens_mean_init_and_untied_head(backbone_dir):
     assert tok.padding_side == "left"
 
 
+def test_gguf_backbone_is_read_through_the_shared_dequantised_copy(backbone_dir, monkeypatch):
+    """A GGUF model (the packaged SmolLM2) loads through ``load_causal_lm`` with the workflow's
+    model cache; the prepared backbone equals the one prepared from the plain checkpoint."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import personalir.queries.lm as lm
+    import personalir.retrieval.models as models
+
+    src = backbone_dir / "src"
+    calls = []
+
+    def fake_resolve(name, allow_download=False):
+        return models.ModelRef(name, str(src), gguf_file="model.gguf")
+
+    def fake_load(ref, *, dtype="float32", device="cpu", cache_dir=None):
+        calls.append((ref.gguf_file, cache_dir))
+        return AutoModelForCausalLM.from_pretrained(src).eval(), AutoTokenizer.from_pretrained(src)
+
+    monkeypatch.setattr(models, "resolve_model", fake_resolve)
+    monkeypatch.setattr(lm, "load_causal_lm", fake_load)
+    cfg = BackboneConfig(model="packaged:tiny", init_noise_std=0.01)
+    model, tok, _ = prepare_backbone(cfg, 7, model_cache="/cache")
+    assert calls == [("model.gguf", "/cache")]
+    plain, _, _ = load_backbone(backbone_dir / "backbone")
+    for (name, a), (_, b) in zip(
+        model.state_dict().items(), plain.state_dict().items(), strict=True
+    ):
+        assert torch.equal(a, b), name
+    assert tok.padding_side == "left"
+
+
 def test_lora_on_every_projection_and_only_new_token_rows(backbone_dir):
     model, tok, _ = load_backbone(backbone_dir / "backbone")
     peft_model = attach_lora(model, tok, LoraSettings(r=4, alpha=8, dropout=0.0), seed=0)

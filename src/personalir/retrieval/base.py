@@ -78,9 +78,13 @@ class RunSettings:
     allow_download: bool = False
     doc_chunk: int = 4096
     query_chunk: int = 256
+    # Dequantised copies of GGUF models shared with the other stages; None: dequantise on load.
+    model_cache: str | None = None
 
     @classmethod
-    def from_config(cls, section: Mapping, *, seed: int, threads: int) -> RunSettings:
+    def from_config(
+        cls, section: Mapping, *, seed: int, threads: int, model_cache: str | None = None
+    ) -> RunSettings:
         return cls(
             device=section.get("device", "cpu"),
             batch_size=int(section.get("batch_size", 32)),
@@ -89,6 +93,7 @@ class RunSettings:
             allow_download=bool(section.get("allow_download", False)),
             doc_chunk=int(section.get("doc_chunk", 4096)),
             query_chunk=int(section.get("query_chunk", 256)),
+            model_cache=model_cache or None,
         )
 
     def torch_device(self) -> str:

@@ -95,17 +95,24 @@ class CausalLMScorer:
         torch = setup_torch(settings)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from personalir.queries.lm import load_causal_lm
+
         ref = resolve_model(model, allow_download=settings.allow_download)
         self.device = settings.torch_device()
-        kwargs = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
-        self.tokenizer = AutoTokenizer.from_pretrained(ref.path, **kwargs)
-        # GGUF weights are dequantised to float32 on load.
-        torch_dtype = torch.float32 if ref.gguf_file else resolve_dtype(dtype, self.device)
-        self.model = (
-            AutoModelForCausalLM.from_pretrained(ref.path, dtype=torch_dtype, **kwargs)
-            .eval()
-            .to(self.device)
-        )
+        if ref.gguf_file:
+            # Dequantised to float32, or read from the shared dequantised copy.
+            self.model, self.tokenizer = load_causal_lm(
+                ref, device=self.device, cache_dir=settings.model_cache
+            )
+        else:
+            self.tokenizer = AutoTokenizer.from_pretrained(ref.path)
+            self.model = (
+                AutoModelForCausalLM.from_pretrained(
+                    ref.path, dtype=resolve_dtype(dtype, self.device)
+                )
+                .eval()
+                .to(self.device)
+            )
         self.torch = torch
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:

@@ -54,6 +54,8 @@ class RetrievalContext:
     threads: int = 1
     models: dict[str, str] = field(default_factory=dict)  # role -> model name or folder
     rewrites: dict[str, str] = field(default_factory=dict)  # example id -> TTP rewrite
+    # Where dequantised copies of GGUF models are kept (``queries.lm.cache``); None: none.
+    model_cache: str | None = None
 
     def item_texts(self) -> list[str]:
         return self.corpus.texts(self.item_fields, self.max_features)
@@ -93,7 +95,7 @@ def _stage_retriever(kind: str, model: str | None, ctx: RetrievalContext):
     from personalir.retrieval.corpus import corpus_from_texts
 
     load_builtin_retrievers()
-    settings = RunSettings(seed=ctx.seed, threads=ctx.threads)
+    settings = RunSettings(seed=ctx.seed, threads=ctx.threads, model_cache=ctx.model_cache)
     retriever = RETRIEVERS.get(kind)(model=model, settings=settings)
     retriever.index(corpus_from_texts(ctx.corpus.ids, ctx.item_texts()))
     return retriever
@@ -201,18 +203,13 @@ class HyDE(PersonalRetriever):
 
     def generate(self, queries: Sequence[str]) -> list[str]:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from personalir.queries.lm import load_causal_lm
         from personalir.retrieval.models import resolve_model
 
         ref = resolve_model(self.ctx.models["generator"])
-        kw = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
-        tok = AutoTokenizer.from_pretrained(ref.path, **kw)
+        model, tok = load_causal_lm(ref, cache_dir=self.ctx.model_cache)
         tok.padding_side = "left"
-        if tok.pad_token is None:
-            tok.pad_token = tok.eos_token
-        model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=torch.float32, **kw)
-        model.eval()
         out = []
         bs = int(self.params["batch_size"])
         with torch.no_grad():
@@ -424,6 +421,7 @@ class PQBPersonalRetriever(_retrieval_base()):
             threads=self.settings.threads,
             models=dict(p["models"]),
             rewrites=rewrites,
+            model_cache=self.settings.model_cache,
         )
         self.corpus = corpus
 

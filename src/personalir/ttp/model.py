@@ -93,22 +93,25 @@ def _decoder_layers(model):
     return base, base.layers
 
 
-def prepare_backbone(cfg: BackboneConfig, seed: int):
-    """Load, truncate, add special tokens (mean init), untie. Returns (model, tokenizer, info)."""
+def prepare_backbone(cfg: BackboneConfig, seed: int, model_cache: str | Path | None = None):
+    """Load, truncate, add special tokens (mean init), untie. Returns (model, tokenizer, info).
+
+    A GGUF model (the packaged SmolLM2) is dequantised to float32 on load; with
+    ``model_cache`` the dequantised copy the other stages share is read (or filled) instead,
+    the same tensors and tokenizer (:func:`personalir.queries.lm.load_causal_lm`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from personalir.queries.lm import load_causal_lm
     from personalir.retrieval.models import resolve_model
 
     ref = resolve_model(cfg.model, allow_download=cfg.allow_download)
-    kw = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
-    tokenizer = AutoTokenizer.from_pretrained(ref.path, **kw)
-    model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=_torch_dtype(cfg.dtype), **kw)
-    # A GGUF checkpoint is dequantised on load; forget the quantiser so it saves as plain
-    # safetensors.
-    model.hf_quantizer = None
-    if getattr(model.config, "quantization_config", None) is not None:
-        del model.config.quantization_config
+    if ref.gguf_file:
+        model, tokenizer = load_causal_lm(ref, cache_dir=model_cache)
+        model = model.to(_torch_dtype(cfg.dtype))
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(ref.path)
+        model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=_torch_dtype(cfg.dtype))
     base, layers = _decoder_layers(model)
     original = len(layers)
     if cfg.num_layers is not None:

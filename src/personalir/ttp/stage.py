@@ -187,11 +187,15 @@ def merge_corpora(paths: Sequence[str | Path]) -> ItemCorpus:
     return ItemCorpus(items)
 
 
-def prepare(*, ttp: Mapping, seed: int, out_dir: str | Path, log=print) -> dict:
+def prepare(
+    *, ttp: Mapping, seed: int, out_dir: str | Path, model_cache: str | None = None, log=print
+) -> dict:
     from personalir.ttp.model import BackboneConfig, prepare_backbone, save_backbone
 
     t0 = time.perf_counter()
-    model, tok, info = prepare_backbone(BackboneConfig.from_config(ttp["backbone"]), seed)
+    model, tok, info = prepare_backbone(
+        BackboneConfig.from_config(ttp["backbone"]), seed, model_cache=model_cache
+    )
     save_backbone(model, tok, info, out_dir)
     log(
         f"prepared {info.description}: {info.parameters} parameters in "
@@ -225,6 +229,10 @@ def run_sft(
         with open(p, encoding="utf-8") as fh:
             records += [json.loads(line) for line in fh]
     model, tok, info = load_backbone(backbone, ttp["backbone"]["dtype"])
+    # The SFT's own seed (LoRA initialisation, batch order), for seed studies that keep the
+    # world and the examples fixed; null: the workflow seed.
+    if ttp["sft"].get("seed") is not None:
+        seed = int(ttp["sft"]["seed"])
     peft_model = attach_lora(model, tok, LoraSettings.from_config(ttp["lora"]), seed=seed)
     settings = SFTSettings.from_config(
         {**ttp["sft"], "item_fields": _fields(ttp), "max_features": ttp["items"]["max_features"]}
@@ -240,6 +248,7 @@ def run_sft(
     report = train(peft_model, encoder, rows, settings, out_dir, seed=seed, log=log)
     report.update(
         backbone=info.description,
+        seed=seed,
         records=len(records),
         neutral_records=sum(r["rewrite_kind"] == "neutral" for r in records),
         mean_query_tokens=float(np.mean([len(r.query_ids) for r in rows])),
@@ -329,6 +338,7 @@ def run_method(
     threads: int,
     run_out: str | Path,
     info_out: str | Path,
+    model_cache: str | None = None,
     log=print,
 ) -> dict:
     import torch
@@ -352,6 +362,7 @@ def run_method(
         threads=threads,
         models=dict(models),
         rewrites=rewrites,
+        model_cache=model_cache or None,
     )
     params = method_params(method, ttp)
     retriever = build_retriever(method, ctx, params)

@@ -242,19 +242,12 @@ class HFLocalTeacher(Teacher):
         item_fields: Sequence[str] = ("title", "main_category"),
         **_: object,
     ):
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
+        from personalir.queries.lm import load_causal_lm
         from personalir.retrieval.models import resolve_model
 
         ref = resolve_model(model, allow_download=allow_download)
-        kw = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
-        self.tokenizer = AutoTokenizer.from_pretrained(ref.path, **kw)
+        self.model, self.tokenizer = load_causal_lm(ref)
         self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=torch.float32, **kw)
-        self.model.eval()
         self.name = f"hf_local:{model}"
         self.temperature, self.top_p = temperature, top_p
         self.max_new_tokens, self.batch_size, self.seed = max_new_tokens, batch_size, seed
