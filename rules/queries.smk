@@ -7,8 +7,6 @@ import json
 
 QUERIES = config["queries"]
 QUERIES_GPU = 1 if QUERIES["lm"]["device"] == "cuda" else 0
-# Dequantised GGUF models, outside the DAG like a conda env (docs/queries.md, "Cost").
-QUERIES_MODEL_CACHE = GGUF_CACHE
 QUERIES_LM_KEYS = ("lm", "filters")
 QUERIES_CANDIDATE_KEYS = (
     "products_per_domain", "min_reviewers", "backends", "lm", "grammar", "filters",
@@ -29,7 +27,7 @@ rule queries_lm:
     params:
         queries=queries_params(QUERIES_LM_KEYS),
         seed=config["seed"],
-        model_cache=QUERIES_MODEL_CACHE,
+        model_cache=GGUF_CACHE,  # rules/common.smk
     log:
         "logs/queries/lm.log",
     resources:
@@ -62,7 +60,7 @@ rule queries_candidates:
         queries=queries_params(QUERIES_CANDIDATE_KEYS),
         n_core_terms=config["data"]["products"]["n_core_terms"],
         seed=config["seed"],
-        model_cache=QUERIES_MODEL_CACHE,
+        model_cache=GGUF_CACHE,  # rules/common.smk
     log:
         "logs/queries/candidates_{domain}.log",
     resources:
@@ -111,7 +109,7 @@ rule queries_select:
             separators=(",", ":"),
         ),
         seed=config["seed"],
-        model_cache=QUERIES_MODEL_CACHE,
+        model_cache=GGUF_CACHE,  # rules/common.smk
     log:
         "logs/queries/select_{domain}.log",
     resources:
