@@ -13,6 +13,9 @@ _name_pattern = workflow_support.name_pattern
 retrieval_first_stage = partial(workflow_support.retrieval_first_stage, RETRIEVAL)
 retrieval_query_source = partial(workflow_support.retrieval_query_source, config)
 retrieval_resource = partial(workflow_support.retrieval_resource, RETRIEVAL)
+retrieval_encoding_donors = partial(workflow_support.retrieval_encoding_donors, RETRIEVAL)
+# Encodings shared between runs (retrieval.encoding_cache; personalir.retrieval.encodings).
+ENCODING_CACHE = results("retrieval", "encodings") if RETRIEVAL["encoding_cache"] else ""
 RETRIEVAL_RUN_SETTINGS = workflow_support.section_json(
     config,
     "retrieval",
@@ -61,6 +64,10 @@ rule retrieval_run:
             if retrieval_first_stage(w.retriever)
             else []
         ),
+        # runs whose cached encodings this one reads: they go first
+        encodings_from=lambda w: [
+            results("retrieval", "meta", f"{d}.json") for d in retrieval_encoding_donors(w.retriever)
+        ],
     output:
         runs=expand(results("retrieval", "{domain}", "{{retriever}}.run.gz"), domain=DOMAINS),
         meta=results("retrieval", "meta", "{retriever}.json"),
@@ -71,6 +78,7 @@ rule retrieval_run:
         settings=RETRIEVAL_RUN_SETTINGS,
         seed=config["seed"],
         model_cache=GGUF_CACHE,
+        encoding_cache=ENCODING_CACHE,
         domains=" ".join(DOMAINS),
         first_stage=lambda w, input: (
             "--first-stage " + " ".join(input.first_stage) if input.first_stage else ""
@@ -89,7 +97,8 @@ rule retrieval_run:
         " --entry {params.entry:q} --settings {params.settings:q} --seed {params.seed}"
         " --threads {threads} --domains {params.domains} --corpus {input.corpus}"
         " --queries {input.queries} {params.first_stage} --runs {output.runs}"
-        " --meta {output.meta} --model-cache {params.model_cache:q} > {log} 2>&1"
+        " --meta {output.meta} --model-cache {params.model_cache:q}"
+        " --encoding-cache {params.encoding_cache:q} > {log} 2>&1"
 
 
 rule retrieval_import_run:

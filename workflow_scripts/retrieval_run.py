@@ -20,10 +20,15 @@ def main() -> None:
     ap.add_argument("--runs", nargs="+", required=True)
     ap.add_argument("--meta", required=True)
     ap.add_argument("--model-cache", default="", help="dequantised GGUF models ('': none)")
+    ap.add_argument("--encoding-cache", default="", help="shared encodings ('': none)")
     args = ap.parse_args()
     setup_logging("retrieval_run")
     settings = RunSettings.from_config(
-        args.settings, seed=args.seed, threads=args.threads, model_cache=args.model_cache
+        args.settings,
+        seed=args.seed,
+        threads=args.threads,
+        model_cache=args.model_cache,
+        encoding_cache=args.encoding_cache,
     )
     run_retriever(
         name=args.name,

@@ -47,6 +47,28 @@ def retrieval_first_stage(retrieval: Mapping, name: str) -> str | None:
     return (retrieval["retrievers"][name].get("params") or {}).get("first_stage")
 
 
+def retrieval_encoding_donors(retrieval: Mapping, name: str) -> list[str]:
+    """Built retrievers whose cached encodings ``name`` reads (``retrieval.encoding_cache``),
+    so the workflow runs ``name`` after them: the dense and sparse runs with the same type
+    and model as a ``fused_dense_sparse`` entry's members. Empty for other entries."""
+    defs = retrieval["retrievers"]
+    entry = defs[name]
+    if not retrieval.get("encoding_cache", True) or entry.get("type") != "fused_dense_sparse":
+        return []
+    from personalir.retrieval.base import RETRIEVERS
+    from personalir.retrieval.hybrid import FusedDenseSparseRetriever
+
+    members = set(FusedDenseSparseRetriever.member_encoders(entry.get("params")))
+
+    def identity(other: Mapping) -> tuple[str, str | None]:
+        kind = other.get("type")
+        cls = RETRIEVERS.get(kind) if kind in RETRIEVERS else None
+        return kind, other.get("model") or getattr(cls, "default_model", None)
+
+    built, _ = retrieval_names(retrieval)
+    return [n for n in built if n != name and identity(defs[n]) in members]
+
+
 def retrieval_names(retrieval: Mapping) -> tuple[list[str], list[str]]:
     """Names whose runs the workflow makes: (built retrievers, imported run files), the used
     ones plus the first stages they need."""

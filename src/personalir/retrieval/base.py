@@ -80,10 +80,18 @@ class RunSettings:
     query_chunk: int = 256
     # Dequantised copies of GGUF models shared with the other stages; None: dequantise on load.
     model_cache: str | None = None
+    # Corpus and query encodings shared between runs (retrieval.encodings); None: none.
+    encoding_cache: str | None = None
 
     @classmethod
     def from_config(
-        cls, section: Mapping, *, seed: int, threads: int, model_cache: str | None = None
+        cls,
+        section: Mapping,
+        *,
+        seed: int,
+        threads: int,
+        model_cache: str | None = None,
+        encoding_cache: str | None = None,
     ) -> RunSettings:
         return cls(
             device=section.get("device", "cpu"),
@@ -94,6 +102,7 @@ class RunSettings:
             doc_chunk=int(section.get("doc_chunk", 4096)),
             query_chunk=int(section.get("query_chunk", 256)),
             model_cache=model_cache or None,
+            encoding_cache=encoding_cache or None,
         )
 
     def torch_device(self) -> str:

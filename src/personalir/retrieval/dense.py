@@ -23,6 +23,12 @@ from personalir.retrieval.base import (
     ranking_from_scores,
 )
 from personalir.retrieval.corpus import Corpus
+from personalir.retrieval.encodings import (
+    EncodingCache,
+    library_versions,
+    model_fingerprint,
+    source_hash,
+)
 from personalir.retrieval.models import resolve_model
 from personalir.retrieval.torchutil import setup_torch
 
@@ -38,8 +44,31 @@ class DenseEncoder:
             self.model.max_seq_length = int(params["max_length"])
         self.params = params
         self.batch_size = settings.batch_size
+        self.cache = EncodingCache(settings.encoding_cache) if settings.encoding_cache else None
+        self._key = {
+            "encoder": "dense",
+            "model": ref.path,
+            "files": model_fingerprint(ref.path),
+            "batch_size": self.batch_size,
+            "device": settings.torch_device(),
+            "threads": settings.threads,
+            "code": source_hash(DenseEncoder),
+            "versions": library_versions("sentence-transformers", "transformers", "torch"),
+        }
 
     def _encode(self, texts: Sequence[str], role: str) -> np.ndarray:
+        if self.cache is None:
+            return self._compute(texts, role)
+        key = {
+            **self._key,
+            "role": role,
+            "normalize": bool(self.params.get("normalize", True)),
+            "max_length": self.params.get("max_length"),
+            "prompt": self.params.get(f"{role}_prompt"),
+        }
+        return self.cache.dense(key, texts, lambda: self._compute(texts, role))
+
+    def _compute(self, texts: Sequence[str], role: str) -> np.ndarray:
         prompt = self.params.get(f"{role}_prompt")
         fn = getattr(self.model, f"encode_{role}", None) or self.model.encode
         kwargs = {"prompt": prompt} if prompt else {}

@@ -18,7 +18,7 @@ query, then ``w_dense * dense + w_sparse * sparse``. It shares the idea of BGE-M
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -55,6 +55,12 @@ class FusedDenseSparseRetriever(Retriever):
         "weights": {"dense": 0.5, "sparse": 0.5},
         "normalization": "minmax",
     }
+
+    @classmethod
+    def member_encoders(cls, params: Mapping | None) -> list[tuple[str, str]]:
+        """(retriever type, model) of the runs whose encodings this one can share."""
+        merged = {**cls.default_params, **(params or {})}
+        return [("dense", merged["dense_model"]), ("splade", merged["sparse_model"])]
 
     def index(self, corpus: Corpus) -> None:
         if self.params["normalization"] not in ("minmax", "none"):

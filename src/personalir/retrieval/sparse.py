@@ -23,6 +23,12 @@ from personalir.retrieval.base import (
     ranking_from_scores,
 )
 from personalir.retrieval.corpus import Corpus
+from personalir.retrieval.encodings import (
+    EncodingCache,
+    library_versions,
+    model_fingerprint,
+    source_hash,
+)
 from personalir.retrieval.models import resolve_model
 from personalir.retrieval.torchutil import setup_torch
 
@@ -39,9 +45,26 @@ class SpladeEncoder:
         self.batch_size = batch_size
         self.torch = torch
         self.vocab_size = self.model.config.vocab_size
+        self.cache = EncodingCache(settings.encoding_cache) if settings.encoding_cache else None
+        self._key = {
+            "encoder": "splade",
+            "model": ref.path,
+            "files": model_fingerprint(ref.path),
+            "batch_size": batch_size,
+            "device": str(self.device),
+            "threads": settings.threads,
+            "code": source_hash(SpladeEncoder),
+            "versions": library_versions("transformers", "torch"),
+        }
 
     def encode(self, texts: Sequence[str], max_length: int):
         """CSR matrix (texts x vocabulary) of SPLADE weights."""
+        if self.cache is None:
+            return self._compute(texts, max_length)
+        key = {**self._key, "max_length": max_length}
+        return self.cache.sparse(key, texts, lambda: self._compute(texts, max_length))
+
+    def _compute(self, texts: Sequence[str], max_length: int):
         import scipy.sparse as sp
 
         torch = self.torch

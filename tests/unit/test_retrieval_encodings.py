@@ -1,0 +1,142 @@
+"""The encoding cache shared by retrieval runs: what it keys on, and that a run reading
+another run's encodings ranks exactly as one that computes them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from personalir import workflow_support
+from personalir.retrieval import tiny_models as tm
+from personalir.retrieval.base import QueryText, RunSettings
+from personalir.retrieval.corpus import corpus_from_texts
+from personalir.retrieval.dense import DenseRetriever
+from personalir.retrieval.encodings import EncodingCache
+from personalir.retrieval.hybrid import FusedDenseSparseRetriever
+from personalir.retrieval.sparse import SpladeRetriever
+
+TEXTS = [
+    "Lunar Labs controller charging station, midnight black.",
+    "Stormbyte charging station for Xbox Series X, white.",
+    "HexaCore thumb grips for PC, red.",
+    "Arcbolt wired gamepad for PC, blue.",
+    "Blitzwave wireless headset with microphone, camo.",
+]
+CORPUS = corpus_from_texts([f"B{i:03d}" for i in range(len(TEXTS))], TEXTS)
+QUERIES = [
+    QueryText("q1", "lunar labs charging station", "D"),
+    QueryText("q2", "wired arcbolt gamepad", "D"),
+    QueryText("q3", "headset microphone", "D"),
+]
+KEY = {"encoder": "dense", "model": "m", "threads": 1}
+
+
+def test_dense_entries_round_trip_and_count_hits(tmp_path):
+    cache = EncodingCache(tmp_path)
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return np.arange(6, dtype=np.float32).reshape(2, 3)
+
+    first = cache.dense(KEY, ["a", "b"], compute)
+    second = cache.dense(KEY, ["a", "b"], compute)
+    assert len(calls) == 1 and cache.stats() == {"hits": 1, "misses": 1}
+    np.testing.assert_array_equal(first, second)
+    assert second.dtype == np.float32
+    assert [p.suffix for p in tmp_path.iterdir()] == [".npy"]  # no temporary file left
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        ({**KEY, "threads": 2}, ["a", "b"]),  # a setting differs
+        (KEY, ["b", "a"]),  # same texts, other order
+        (KEY, ["ab", ""]),  # same characters, other split
+    ],
+)
+def test_entries_differ_by_every_input(tmp_path, other):
+    cache = EncodingCache(tmp_path)
+    assert cache.path(KEY, ["a", "b"], ".npy") != cache.path(*other, ".npy")
+
+
+def test_sparse_entries_round_trip(tmp_path):
+    cache = EncodingCache(tmp_path)
+    matrix = sp.csr_matrix(np.array([[0, 1.5, 0], [2.0, 0, 0]], dtype=np.float32))
+    cache.sparse({**KEY, "encoder": "splade"}, ["a", "b"], lambda: matrix)
+    read = cache.sparse({**KEY, "encoder": "splade"}, ["a", "b"], lambda: pytest.fail("computed"))
+    assert (read != matrix).nnz == 0 and read.dtype == np.float32
+
+
+def test_a_damaged_entry_is_recomputed(tmp_path):
+    cache = EncodingCache(tmp_path)
+    path = cache.path(KEY, ["a"], ".npy")
+    path.write_bytes(b"not an array")
+    value = cache.dense(KEY, ["a"], lambda: np.ones((1, 2), dtype=np.float32))
+    assert value.shape == (1, 2) and cache.stats() == {"hits": 0, "misses": 1}
+    np.testing.assert_array_equal(np.load(path), value)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny_models")
+    words = tm.vocabulary(TEXTS + [q.text for q in QUERIES])
+    return {
+        "splade": str(tm.save_splade(root / "splade", words)),
+        "dense": str(tm.save_bert_encoder(root / "dense", words)),
+    }
+
+
+def _fused(tiny, settings):
+    params = {"dense_model": tiny["dense"], "sparse_model": tiny["splade"]}
+    retriever = FusedDenseSparseRetriever(params=params, settings=settings)
+    retriever.index(CORPUS)
+    return retriever, retriever.rank(QUERIES, 5)
+
+
+def test_the_fused_run_reads_its_members_encodings_and_ranks_the_same(tiny, tmp_path):
+    settings = RunSettings(threads=1, batch_size=2, encoding_cache=str(tmp_path / "enc"))
+    for kind, model in ((DenseRetriever, tiny["dense"]), (SpladeRetriever, tiny["splade"])):
+        member = kind(model, settings=settings)
+        member.index(CORPUS)
+        member.rank(QUERIES, 5)
+        assert member.encoder.cache.stats() == {"hits": 0, "misses": 2}  # documents, queries
+
+    fused, shared = _fused(tiny, settings)
+    assert fused.dense.encoder.cache.stats() == {"hits": 2, "misses": 0}
+    assert fused.sparse.encoder.cache.stats() == {"hits": 2, "misses": 0}
+    _, alone = _fused(tiny, dataclasses.replace(settings, encoding_cache=None))
+    assert shared == alone
+
+
+def test_another_setting_does_not_read_the_entry(tiny, tmp_path):
+    settings = RunSettings(threads=1, batch_size=2, encoding_cache=str(tmp_path))
+    DenseRetriever(tiny["dense"], settings=settings).index(CORPUS)
+    other = DenseRetriever(tiny["dense"], params={"max_length": 8}, settings=settings)
+    other.index(CORPUS)
+    assert other.encoder.cache.stats() == {"hits": 0, "misses": 1}
+
+
+def _retrieval(**extra):
+    return {
+        "use": ["bm25", "splade_tiny", "minilm", "fused", "other_dense"],
+        "run_files": {},
+        "retrievers": {
+            "bm25": {"type": "bm25"},
+            "splade_tiny": {"type": "splade", "model": "packaged:splade-tiny"},
+            "minilm": {"type": "dense"},  # the dense default model
+            "fused": {"type": "fused_dense_sparse"},
+            "other_dense": {"type": "dense", "model": "thenlper/gte-base"},
+        },
+        **extra,
+    }
+
+
+def test_the_workflow_runs_the_fused_job_after_its_members():
+    donors = workflow_support.retrieval_encoding_donors
+    assert donors(_retrieval(), "fused") == ["splade_tiny", "minilm"]
+    assert donors(_retrieval(), "minilm") == []
+    assert donors(_retrieval(encoding_cache=False), "fused") == []
