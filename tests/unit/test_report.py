@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from personalir.common.config import REPO_ROOT
+from personalir.common.latex import dataframe_to_latex, escape
 from personalir.report.datasheet import statistics_frame
-from personalir.report.latex import dataframe_to_latex, escape
 from personalir.report.paper import PaperBuildError, build_pdf, paper_inputs
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from personalir.common.latex import dataframe_to_latex
 from personalir.errors.mechanisms import MECHANISM_NAMES
 from personalir.errors.profiles import ProfileSet
 from personalir.errors.sampling import SAMPLER_ORDER
-from personalir.report.latex import dataframe_to_latex
 
 SAMPLER_LABELS = {
     "global": "Global",

@@ -913,7 +913,7 @@ class IdentifiabilityCheckError(RuntimeError):
 
 
 def run_tables(domains, inputs: dict, out: dict, params: dict, config_label: str) -> dict:
-    from personalir.report.latex import dataframe_to_latex
+    from personalir.common.latex import dataframe_to_latex
 
     distance = params["pairs"]["distance"]
     sheet = datasheet_frame(

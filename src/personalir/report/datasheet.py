@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from personalir.report.latex import dataframe_to_latex
+from personalir.common.latex import dataframe_to_latex
 
 # Column name -> (stage report, key). Later stages append their own entries.
 DATA_COLUMNS = {

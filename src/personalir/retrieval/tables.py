@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from personalir.common.io import write_text
-from personalir.report.latex import dataframe_to_latex
+from personalir.common.latex import dataframe_to_latex
 from personalir.retrieval.metrics import MetricSettings
 from personalir.retrieval.summary import AVERAGE, write_csv
 

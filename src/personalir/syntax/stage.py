@@ -667,7 +667,7 @@ def attribution_table(summaries: list[pd.DataFrame], domains: list[str]) -> pd.D
 
 def attribution_latex(table: pd.DataFrame, *, config_label: str, domains: list[str]) -> str:
     """Table: one row per model, balanced / AUROC / full-profile per domain and the average."""
-    from personalir.report.latex import escape
+    from personalir.common.latex import escape
 
     cols = [*domains, "Average"]
     models = list(dict.fromkeys(table["model"]))
@@ -714,7 +714,7 @@ def attribution_latex(table: pd.DataFrame, *, config_label: str, domains: list[s
 
 
 def stats_latex(stats: pd.DataFrame, *, config_label: str) -> str:
-    from personalir.report.latex import dataframe_to_latex
+    from personalir.common.latex import dataframe_to_latex
 
     return dataframe_to_latex(
         stats,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from personalir.report.latex import dataframe_to_latex
+from personalir.common.latex import dataframe_to_latex
 
 TEST_SETS = ("General", "Broad", "LongTail", "All")
 TABLE_MEASURES = ("Recall@10", "nDCG@20", "MRR@100")
