@@ -3,10 +3,12 @@ from functools import partial
 
 from personalir import workflow_support
 
+# Every rule hands its script the config values it reads as params_json(...) (derived
+# values as compact_json(...)): one format, and a rerun trigger when a value changes.
 params_json = partial(workflow_support.params_json, config)
+compact_json = workflow_support.compact_json
 results = partial(workflow_support.results_path, RESULTS)
 raw_files = partial(workflow_support.raw_files, config)
-PY = "python -u"
 # Dequantised float32 copies of packaged GGUF models (SmolLM2), made once and read by every
 # rule that loads one (queries, the LLM rerankers, the TTP backbone and HyDE); outside the DAG
 # like a conda env: deleting it only costs time. The folder keeps the name of the stage that

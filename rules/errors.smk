@@ -1,7 +1,6 @@
 # Errors stage: correct user sentences -> ERRANT edits -> per-user error profiles; the
 # error-sampling evaluation, its tables and the mechanism figure. The persistent GEC cache
 # lives in results/errors/cache/ (outside the DAG, like a conda env: reruns reuse it, deleting it only costs time).
-import json
 
 ERRORS = config["errors"]
 ERRORS_GEC = ERRORS["gec"]
@@ -98,9 +97,7 @@ rule errors_sampling_eval:
         csv=results("errors", "{domain}", "sampling_eval.csv"),
         json=results("errors", "{domain}", "sampling_eval.json"),
     params:
-        errors=json.dumps({k: ERRORS[k] for k in ("edits", "profiles", "injection",
-                                                  "sampling_eval")},
-                          sort_keys=True, separators=(",", ":")),
+        errors=params_json("errors", keys=("edits", "profiles", "injection", "sampling_eval")),
         seed=config["seed"],
         products=lambda w, input: f"--products {input.products}" if input.products else "",
     log:

@@ -3,8 +3,6 @@
 # writing-error pairs, release -> datasheet, filter report, identifiability (docs/queries.md).
 # The LM steps (queries_lm, queries_candidates: generation and perplexity) are separate from
 # selection and tables, so a changed matching or pair parameter never regenerates candidates.
-import json
-
 QUERIES = config["queries"]
 QUERIES_GPU = 1 if QUERIES["lm"]["device"] == "cuda" else 0
 QUERIES_LM_KEYS = ("lm", "filters")
@@ -12,8 +10,6 @@ QUERIES_CANDIDATE_KEYS = (
     "products_per_domain", "min_reviewers", "backends", "lm", "grammar", "filters",
 )
 QUERIES_SELECT_KEYS = ("lm", "filters", "matching", "pairs", "writing_error", "identifiability")
-
-queries_params = partial(workflow_support.section_json, config, "queries")
 
 
 rule queries_lm:
@@ -25,7 +21,7 @@ rule queries_lm:
         adapter_config=results("queries", "lm", "adapter_config.json"),
         report=results("queries", "lm", "lm.report.json"),
     params:
-        queries=queries_params(QUERIES_LM_KEYS),
+        queries=params_json("queries", keys=QUERIES_LM_KEYS),
         seed=config["seed"],
         model_cache=GGUF_CACHE,  # rules/common.smk
     log:
@@ -57,7 +53,7 @@ rule queries_candidates:
         candidates=results("queries", "{domain}", "candidates.parquet"),
         report=results("queries", "{domain}", "candidates.report.json"),
     params:
-        queries=queries_params(QUERIES_CANDIDATE_KEYS),
+        queries=params_json("queries", keys=QUERIES_CANDIDATE_KEYS),
         n_core_terms=config["data"]["products"]["n_core_terms"],
         seed=config["seed"],
         model_cache=GGUF_CACHE,  # rules/common.smk
@@ -101,13 +97,9 @@ rule queries_select:
         report=results("queries", "{domain}", "select.report.json"),
         filter_report=results("queries", "{domain}", "filter_report.json"),
     params:
-        queries=queries_params(QUERIES_SELECT_KEYS),
+        queries=params_json("queries", keys=QUERIES_SELECT_KEYS),
         syntax_parse=lambda w: params_json("syntax", "parse"),
-        errors=json.dumps(
-            {k: config["errors"][k] for k in ("injection", "edits")},
-            sort_keys=True,
-            separators=(",", ":"),
-        ),
+        errors=params_json("errors", keys=("injection", "edits")),
         seed=config["seed"],
         model_cache=GGUF_CACHE,  # rules/common.smk
     log:
@@ -153,7 +145,7 @@ rule queries_tables:
         identifiability_tex="paper/generated/queries_identifiability.tex",
     params:
         domains=" ".join(DOMAINS),
-        queries=queries_params(("pairs", "identifiability")),
+        queries=params_json("queries", keys=("pairs", "identifiability")),
         label=config["label"],
     log:
         "logs/queries/tables.log",

@@ -2,7 +2,6 @@
 # summary with bootstrap intervals and paired tests -> the robustness tables and figures.
 # Library: personalir.retrieval (docs/retrieval.md). Retrievers and imported run files are
 # named in retrieval.use; their definitions are retrieval.retrievers / retrieval.run_files.
-import json
 
 RETRIEVAL = config["retrieval"]
 RETRIEVAL_USE = RETRIEVAL["use"]
@@ -16,10 +15,9 @@ retrieval_resource = partial(workflow_support.retrieval_resource, RETRIEVAL)
 retrieval_encoding_donors = partial(workflow_support.retrieval_encoding_donors, RETRIEVAL)
 # Encodings shared between runs (retrieval.encoding_cache; personalir.retrieval.encodings).
 ENCODING_CACHE = results("retrieval", "encodings") if RETRIEVAL["encoding_cache"] else ""
-RETRIEVAL_RUN_SETTINGS = workflow_support.section_json(
-    config,
+RETRIEVAL_RUN_SETTINGS = params_json(
     "retrieval",
-    ("depth", "device", "batch_size", "doc_chunk", "query_chunk", "allow_download"),
+    keys=("depth", "device", "batch_size", "doc_chunk", "query_chunk", "allow_download"),
 )
 
 RETRIEVAL_CORPUS = expand(results("data", "{domain}", "products.parquet"), domain=DOMAINS)
@@ -74,7 +72,7 @@ rule retrieval_run:
     wildcard_constraints:
         retriever=_name_pattern(RETRIEVAL_BUILT),
     params:
-        entry=lambda w: json.dumps(RETRIEVER_DEFS[w.retriever], sort_keys=True),
+        entry=lambda w: compact_json(RETRIEVER_DEFS[w.retriever]),
         settings=RETRIEVAL_RUN_SETTINGS,
         seed=config["seed"],
         model_cache=GGUF_CACHE,
@@ -113,7 +111,7 @@ rule retrieval_import_run:
     wildcard_constraints:
         retriever=_name_pattern(RETRIEVAL_IMPORTED),
     params:
-        entry=lambda w: json.dumps(RUN_FILE_DEFS[w.retriever], sort_keys=True),
+        entry=lambda w: compact_json(RUN_FILE_DEFS[w.retriever]),
         domains=" ".join(DOMAINS),
     log:
         "logs/retrieval/import_{retriever}.log",
@@ -171,9 +169,7 @@ rule retrieval_summary:
         summary=results("retrieval", "summary.csv"),
         significance=results("retrieval", "significance.csv"),
     params:
-        settings=lambda w: json.dumps(
-            {k: RETRIEVAL[k] for k in ("metrics", "bootstrap", "significance")}, sort_keys=True
-        ),
+        settings=params_json("retrieval", keys=("metrics", "bootstrap", "significance")),
         names=" ".join(RETRIEVAL_USE),
         domains=" ".join(DOMAINS),
         seed=config["seed"],

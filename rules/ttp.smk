@@ -3,7 +3,6 @@
 # evaluation with bootstrap CIs; Table 4 layout, loss-curve figure, acceptance check.
 # SFT and the generating runs (TTP, HyDE) take the workflow's `threads` (they scale on two
 # cores); the other jobs take one core each and fill the gaps of the other stages' jobs.
-import json
 
 from personalir.ttp import workflow as ttp_wf
 
@@ -50,7 +49,7 @@ rule ttp_examples:
         corpus=results("ttp", "{ttp_set}", "items.parquet"),
         report=results("ttp", "{ttp_set}", "examples.report.json"),
     params:
-        ttp=ttp_wf.rule_params(config, "examples"),
+        ttp=params_json("ttp", keys=("split", "history", "items")),
         seed=config["seed"],
         source=TTP["source"],
         sources=lambda w, input: ttp_wf.example_source_args(config, dict(input)),
@@ -78,7 +77,7 @@ rule ttp_teacher:
         sft=results("ttp", "{ttp_set}", "sft.jsonl"),
         report=results("ttp", "{ttp_set}", "teacher.report.json"),
     params:
-        ttp=ttp_wf.rule_params(config, "teacher"),
+        ttp=params_json("ttp", keys=("teacher", "history", "items")),
         seed=config["seed"],
     log:
         "logs/ttp/teacher_{ttp_set}.log",
@@ -103,7 +102,7 @@ rule ttp_backbone:
         # recorded by DVC (a missing temporary file does not make Snakemake rerun anything).
         weights=temp(results("ttp", "backbone", "model.safetensors")),
     params:
-        ttp=ttp_wf.rule_params(config, "backbone"),
+        ttp=params_json("ttp", keys=("backbone",)),
         seed=config["seed"],
         model_cache=GGUF_CACHE,
     log:
@@ -116,7 +115,8 @@ rule ttp_backbone:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_backbone.py --seed {params.seed} --params {params.ttp:q}"
-        " --out-dir $(dirname {output.config}) --model-cache {params.model_cache:q} > {log} 2>&1"
+        " --config {output.config} --info {output.info} --weights {output.weights}"
+        " --model-cache {params.model_cache:q} > {log} 2>&1"
 
 
 rule ttp_sft:
@@ -133,7 +133,7 @@ rule ttp_sft:
         loss=results("ttp", "sft", "loss.json"),
         report=results("ttp", "sft", "train.report.json"),
     params:
-        ttp=ttp_wf.rule_params(config, "sft"),
+        ttp=params_json("ttp", keys=("backbone", "lora", "sft", "items")),
         seed=config["seed"],
     log:
         "logs/ttp/sft.log",
@@ -146,7 +146,8 @@ rule ttp_sft:
     shell:
         "python -u workflow_scripts/ttp_sft.py --backbone $(dirname {input.backbone})"
         " --sft {input.sft} --items {input.corpus} --seed {params.seed} --threads {threads}"
-        " --params {params.ttp:q} --out-dir $(dirname $(dirname {output.adapter}))"
+        " --params {params.ttp:q} --adapter {output.adapter}"
+        " --adapter-weights {output.adapter_weights} --loss {output.loss}"
         " --report {output.report} > {log} 2>&1"
 
 
@@ -160,7 +161,7 @@ rule ttp_dense_ft:
         weights=temp(results("ttp", "dense", "{variant}", "model.safetensors")),
         report=results("ttp", "dense", "{variant}.report.json"),
     params:
-        ttp=ttp_wf.rule_params(config, "dense_ft"),
+        ttp=params_json("ttp", keys=("dense", "items")),
         seed=config["seed"],
     log:
         "logs/ttp/dense_ft_{variant}.log",
@@ -173,7 +174,8 @@ rule ttp_dense_ft:
     shell:
         "python -u workflow_scripts/ttp_dense_ft.py --variant {wildcards.variant}"
         " --examples {input.examples} --items {input.corpus} --seed {params.seed}"
-        " --threads {threads} --params {params.ttp:q} --out-dir $(dirname {output.model})"
+        " --threads {threads} --params {params.ttp:q} --model {output.model}"
+        " --weights {output.weights}"
         " --report {output.report} > {log} 2>&1"
 
 
@@ -188,7 +190,7 @@ rule ttp_run:
         info=results("ttp", "{ttp_set}", "runs", "{method}.info.json"),
     params:
         ttp=lambda w: ttp_wf.run_params(config, w.method),
-        models=lambda w: json.dumps(ttp_wf.run_models(config, w.method), sort_keys=True),
+        models=lambda w: compact_json(ttp_wf.run_models(config, w.method)),
         rewrites=lambda w, input: ttp_wf.rewrites_option(dict(input)),
         seed=config["seed"],
         model_cache=GGUF_CACHE,
@@ -228,7 +230,7 @@ rule ttp_evaluate:
         summary=results("ttp", "summary.parquet"),
         acceptance=results("ttp", "acceptance.json"),
     params:
-        ttp=ttp_wf.rule_params(config, "evaluate"),
+        ttp=params_json("ttp", keys=("evaluation",)),
         seed=config["seed"],
         runs=ttp_wf.run_specs(config),
     log:
@@ -255,7 +257,7 @@ rule ttp_table:
         csv=results("ttp", "table4.csv"),
         tex="paper/generated/ttp_table4.tex",
     params:
-        ttp=ttp_wf.rule_params(config, "table"),
+        ttp=params_json("ttp", keys=("methods", "paper_reference")),
         label=config["label"],
     log:
         "logs/ttp/table.log",

@@ -1,8 +1,17 @@
 """Rule ttp_dense_ft: contrastive fine-tuning of a dense baseline's bi-encoder."""
 
 import _bootstrap  # noqa: F401
-from personalir.common.cli import json_arg, parser, setup_logging
+from personalir.common.cli import (
+    json_arg,
+    output_folder,
+    parser,
+    require_written,
+    setup_logging,
+)
 from personalir.ttp.stage import fine_tune_dense
+
+# The files of the fine-tuned model folder that the rule tracks.
+OUTPUTS = {"model": "config.json", "weights": "model.safetensors"}
 
 
 def main() -> None:
@@ -13,21 +22,24 @@ def main() -> None:
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
-    ap.add_argument("--out-dir", required=True)
+    for name in OUTPUTS:
+        ap.add_argument(f"--{name}", required=True, help=f"output: {OUTPUTS[name]}")
     ap.add_argument("--report", required=True)
     args = ap.parse_args()
     log = setup_logging("ttp_dense_ft")
+    named = {name: getattr(args, name) for name in OUTPUTS}
     fine_tune_dense(
         variant=args.variant,
         examples_paths=args.examples,
         items_paths=args.items,
         ttp=args.params,
         seed=args.seed,
-        out_dir=args.out_dir,
+        out_dir=output_folder(named, OUTPUTS),
         report_out=args.report,
         threads=args.threads,
         log=log.info,
     )
+    require_written(named)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,21 @@
 """Rule ttp_sft: LoRA SFT of the TTP model on every example set's teacher targets."""
 
 import _bootstrap  # noqa: F401
-from personalir.common.cli import json_arg, parser, setup_logging
+from personalir.common.cli import (
+    json_arg,
+    output_folder,
+    parser,
+    require_written,
+    setup_logging,
+)
 from personalir.ttp.stage import run_sft
+
+# The files of the training folder that the rule tracks (checkpoints/ stays untracked).
+OUTPUTS = {
+    "adapter": "adapter/adapter_config.json",
+    "adapter_weights": "adapter/adapter_model.safetensors",
+    "loss": "loss.json",
+}
 
 
 def main() -> None:
@@ -13,21 +26,25 @@ def main() -> None:
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
-    ap.add_argument("--out-dir", required=True)
+    for name in OUTPUTS:
+        option = name.replace("_", "-")
+        ap.add_argument(f"--{option}", required=True, help=f"output: {OUTPUTS[name]}")
     ap.add_argument("--report", required=True)
     args = ap.parse_args()
     log = setup_logging("ttp_sft")
+    named = {name: getattr(args, name) for name in OUTPUTS}
     run_sft(
         backbone=args.backbone,
         sft_paths=args.sft,
         items_paths=args.items,
         ttp=args.params,
         seed=args.seed,
-        out_dir=args.out_dir,
+        out_dir=output_folder(named, OUTPUTS),
         report_out=args.report,
         threads=args.threads,
         log=log.info,
     )
+    require_written(named)
 
 
 if __name__ == "__main__":

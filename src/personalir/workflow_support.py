@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 
-def params_json(config: Mapping, *keys: str) -> str:
-    """A config section as compact JSON, handed to a workflow script (and a rerun trigger)."""
+def params_json(config: Mapping, *path: str, keys: Sequence[str] | None = None) -> str:
+    """The config values a rule reads, as compact JSON for its script (and a rerun trigger).
+
+    The one idiom of every rule's ``params``: ``path`` walks into the config (``"errors",
+    "gec"``); ``keys`` keeps only those keys of that section, so a rule lists exactly what it
+    reads and re-runs only when one of them changes.
+    """
     node = config
-    for key in keys:
+    for key in path:
         node = node[key]
-    return json.dumps(node, sort_keys=True, separators=(",", ":"))
+    if keys is not None:
+        node = {k: node[k] for k in keys}
+    return compact_json(node)
+
+
+def compact_json(value) -> str:
+    """Values a rule derives from the config (not a config section), in params_json's format."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def results_path(results_dir: str, *parts: str) -> str:
@@ -32,11 +44,6 @@ def raw_files(config: Mapping, domain: str) -> dict[str, str]:
 
     found = locate_local(config["data"]["local_dir"], domain)
     return {"reviews": str(found["review"]), "meta": str(found["meta"])}
-
-
-def section_json(config: Mapping, section: str, keys) -> str:
-    """Selected keys of one config section as compact JSON (only what a rule reads)."""
-    return json.dumps({k: config[section][k] for k in keys}, sort_keys=True, separators=(",", ":"))
 
 
 # --- retrieval stage -----------------------------------------------------------------------

@@ -86,3 +86,24 @@ def test_diff_fingerprints_reports_changes():
         "b: missing",
         "c: not in the expected fingerprints",
     ]
+
+
+def test_output_folder_from_the_files_a_rule_names(tmp_path):
+    from personalir.common.cli import OutputLayoutError, output_folder, require_written
+
+    layout = {"adapter": "adapter/adapter_config.json", "loss": "loss.json"}
+    named = {
+        "adapter": tmp_path / "sft/adapter/adapter_config.json",
+        "loss": tmp_path / "sft/loss.json",
+    }
+    assert output_folder(named, layout) == tmp_path / "sft"
+    with pytest.raises(OutputLayoutError, match="--loss .*writes it as"):
+        output_folder({**named, "loss": tmp_path / "other/loss.json"}, layout)
+    with pytest.raises(OutputLayoutError, match="--adapter"):
+        output_folder({**named, "adapter": tmp_path / "sft/adapter/config.json"}, layout)
+    with pytest.raises(OutputLayoutError, match="not written: --adapter .*--loss"):
+        require_written(named)
+    for path in named.values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    require_written(named)

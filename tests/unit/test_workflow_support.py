@@ -52,7 +52,7 @@ def test_name_pattern_matches_only_the_names():
     assert not re.fullmatch(ws.name_pattern([]), "")
 
 
-def test_query_source_and_section_json():
+def test_query_source():
     cfg = {"results_dir": "results", "retrieval": _retrieval([], {})}
     w = SimpleNamespace(domain="Video_Games")
     assert ws.retrieval_query_source(cfg, w) == "results/queries/Video_Games/benchmark.jsonl"
@@ -61,4 +61,13 @@ def test_query_source_and_section_json():
     cfg["retrieval"]["queries"]["released_path"] = None
     with pytest.raises(ValueError, match="released_path is null"):
         ws.retrieval_query_source(cfg, w)
-    assert ws.section_json({"q": {"b": 2, "a": [1], "c": 3}}, "q", ("b", "a")) == '{"a":[1],"b":2}'
+
+
+def test_params_json_is_the_one_rule_parameter_format():
+    cfg = {"q": {"b": 2, "a": [1], "c": {"z": None, "y": 1.5}}}
+    assert ws.params_json(cfg, "q", keys=("b", "a")) == '{"a":[1],"b":2}'
+    assert ws.params_json(cfg, "q", "c") == '{"y":1.5,"z":null}'
+    assert ws.params_json(cfg) == ws.compact_json(cfg)
+    assert ws.compact_json({"b": 1, "a": "x"}) == '{"a":"x","b":1}'
+    with pytest.raises(KeyError):
+        ws.params_json(cfg, "q", keys=("missing",))

@@ -120,23 +120,8 @@ def rewrites_option(inputs: Mapping[str, str]) -> str:
     return f"--rewrites {inputs['rewrites']}" if "rewrites" in inputs else ""
 
 
-# The `ttp` config keys each rule reads: a rule re-runs only when one of them changes.
-RULE_KEYS = {
-    "examples": ("split", "history", "items"),
-    "teacher": ("teacher", "history", "items"),
-    "backbone": ("backbone",),
-    "sft": ("backbone", "lora", "sft", "items"),
-    "dense_ft": ("dense", "items"),
-    "evaluate": ("evaluation",),
-    "table": ("methods", "paper_reference"),
-}
+# The `ttp` config keys each method's run reads besides `items` and `depth`.
 METHOD_KEYS = {"p_prf": ("p_prf",), "hyde": ("hyde",), "ttp": ("inference", "sft")}
-
-
-def rule_params(config: Mapping, rule: str) -> str:
-    """The part of the ``ttp`` section a rule reads, as compact JSON."""
-    ttp = config["ttp"]
-    return json.dumps({k: ttp[k] for k in RULE_KEYS[rule]}, sort_keys=True, separators=(",", ":"))
 
 
 def run_params(config: Mapping, method: str) -> str:
