@@ -1,0 +1,94 @@
+"""Compute and presentation apart, in the DVC record too.
+
+A table or figure module (``<stage>/tables.py``, ``<stage>/figures.py``, ``common/latex.py``,
+``report/``) may be a code dependency of presentation steps only, so restyling a figure or a
+table re-runs only table/figure rules and the PDF, never training or retrieval. DVC decides what
+re-runs from each stage's ``deps`` in dvc.yaml (generated from the DAG and the scripts' import
+closure by scripts/dvc_from_snakemake.py; tests/integration/test_dvc.py fails when it is stale),
+so this reads exactly what ``dvc status`` would report after such a change.
+
+Presentation rules are recognised by name: ``*_table``, ``*_tables``, ``*_figure``,
+``*_figures``, every rule of ``rules/report.smk`` (statistics table, the PDF) and ``provenance``
+(it records every artifact).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+PRESENTATION_SUFFIXES = ("_table", "_tables", "_figure", "_figures")
+
+
+def is_presentation_module(path: str) -> bool:
+    p = Path(path)
+    if p.parts[:2] != ("src", "personalir") or p.suffix != ".py":
+        return False
+    inner = p.parts[2:]
+    return (
+        p.name in ("tables.py", "figures.py")
+        or inner == ("common", "latex.py")
+        or (inner[0] == "report" and p.name != "__init__.py")
+    )
+
+
+def report_rules() -> set[str]:
+    text = (REPO / "rules" / "report.smk").read_text(encoding="utf-8")
+    return set(re.findall(r"^rule (\w+):", text, re.M))
+
+
+def is_presentation_rule(rule: str) -> bool:
+    return rule.endswith(PRESENTATION_SUFFIXES) or rule in report_rules() | {"provenance"}
+
+
+def stage_rule(stage: str) -> str:
+    # dvc_from_snakemake names a stage "<rule>-<wildcard values>"; rule names have no "-".
+    return stage.split("-", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def stages() -> dict:
+    return yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+
+
+def test_presentation_modules_exist():
+    found = [
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "src" / "personalir").rglob("*.py")
+        if is_presentation_module(p.relative_to(REPO).as_posix())
+    ]
+    # Every stage that renders tables or figures keeps them in modules of their own.
+    for module in ("common/latex.py", "syntax/tables.py", "syntax/figures.py", "ttp/tables.py"):
+        assert f"src/personalir/{module}" in found
+
+
+def test_presentation_modules_are_code_deps_of_presentation_steps_only(stages):
+    offenders = sorted(
+        f"{name}: {dep}"
+        for name, stage in stages.items()
+        for dep in stage.get("deps", [])
+        if is_presentation_module(dep) and not is_presentation_rule(stage_rule(name))
+    )
+    assert not offenders, (
+        "a change to these table/figure modules would re-run compute steps:\n"
+        + "\n".join(offenders)
+    )
+
+
+def test_touching_a_figure_module_reruns_only_presentation_steps(stages):
+    """The stages `dvc status` lists after `touch src/personalir/syntax/figures.py` & co."""
+    for module in ("syntax/figures.py", "ttp/tables.py", "common/latex.py"):
+        dep = f"src/personalir/{module}"
+        affected = {stage_rule(n) for n, s in stages.items() if dep in s.get("deps", [])}
+        assert affected, f"no stage depends on {dep}"
+        assert all(is_presentation_rule(r) for r in affected), (module, sorted(affected))
+
+
+def test_compute_steps_exist_and_are_not_presentation(stages):
+    rules = {stage_rule(n) for n in stages}
+    for rule in ("ttp_sft", "syntax_encoder", "retrieval_run", "queries_select"):
+        assert rule in rules and not is_presentation_rule(rule)
