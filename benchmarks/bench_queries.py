@@ -41,8 +41,9 @@ def throughput(
     import torch
 
     from personalir.common.config import validate_config
-    from personalir.queries import stage
     from personalir.queries.backends import BACKENDS
+    from personalir.queries.candidates import product_infos, read_products, sample_products
+    from personalir.queries.generator import base_perplexity, load_generator, run_lm
     from personalir.queries.seeds import SEED_PATH
     from personalir.queries.terms import count_terms
 
@@ -50,16 +51,16 @@ def throughput(
     cfg = validate_config({})
     q = cfg["queries"]
     data = ROOT / "results" / "data" / domain
-    products = stage.read_products(data / "products.parquet")
+    products = read_products(data / "products.parquet")
     reviewers = pq.read_table(data / "product_reviewers.parquet").to_pandas()
-    chosen, _ = stage.sample_products(products, reviewers, q, cfg["seed"], domain, 5)
-    infos = stage.product_infos(products[products["parent_asin"].isin(chosen)])
+    chosen, _ = sample_products(products, reviewers, q, cfg["seed"], domain, 5)
+    infos = product_infos(products[products["parent_asin"].isin(chosen)])
     ordered = [infos[a] for a in chosen]
     out: dict = {"domain": domain, "threads": threads, "load_average": os.getloadavg()}
     with tempfile.TemporaryDirectory() as tmp:
         if adapter is None:
             t0 = time.perf_counter()
-            rep = stage.run_lm(
+            rep = run_lm(
                 SEED_PATH,
                 q,
                 cfg["seed"],
@@ -74,7 +75,7 @@ def throughput(
             out["lora"] = {"wall_s": time.perf_counter() - t0, **rep["seconds"]}
             adapter = Path(tmp)
         t0 = time.perf_counter()
-        model, tok = stage.load_generator(q, adapter, model_cache)
+        model, tok = load_generator(q, adapter, model_cache)
         out["load_s"] = time.perf_counter() - t0
     lm_settings = {**q["lm"], "products": None}
     backend = BACKENDS.get("lm")(
@@ -87,7 +88,7 @@ def throughput(
     g_cands = grammar.generate(ordered)
     g_s = time.perf_counter() - t0
     out["grammar"] = {"candidates": len(g_cands), "candidates_per_second": len(g_cands) / g_s}
-    score = stage.base_perplexity(model, tok)
+    score = base_perplexity(model, tok)
     texts = [c["text"] for c in g_cands[:64]] + [c["text"] for c in lm_cands]
     t0 = time.perf_counter()
     score(texts)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.queries.stage import run_candidates
+from personalir.queries.candidates import run_candidates
 
 os.environ.setdefault("TQDM_DISABLE", "1")
 

@@ -4,7 +4,7 @@ import os
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.queries.stage import run_lm
+from personalir.queries.generator import run_lm
 
 os.environ.setdefault("TQDM_DISABLE", "1")  # no GGUF-conversion progress bars in the log
 

@@ -4,7 +4,7 @@ import os
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.queries.stage import run_select
+from personalir.queries.select import run_select
 
 os.environ.setdefault("TQDM_DISABLE", "1")
 

@@ -7,7 +7,7 @@ import sys
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.queries.stage import IdentifiabilityCheckError, run_tables
+from personalir.queries.tables import IdentifiabilityCheckError, run_tables
 
 INPUTS = ("benchmarks", "select_reports", "filter_reports", "syntax_profiles", "syntax_embeddings")
 OUTPUTS = (

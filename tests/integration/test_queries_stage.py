@@ -84,7 +84,10 @@ def _upstream(small_world, root, cfg):
 
 
 def _queries(small_world, root, syn, cfg, model_dir, tag):
-    from personalir.queries import stage
+    from personalir.queries.candidates import run_candidates
+    from personalir.queries.generator import run_lm
+    from personalir.queries.select import run_select
+    from personalir.queries.tables import run_tables
 
     domain = small_world["domain"]
     q = validate_config(
@@ -111,9 +114,9 @@ def _queries(small_world, root, syn, cfg, model_dir, tag):
     }
     from personalir.queries.seeds import SEED_PATH
 
-    stage.run_lm(SEED_PATH, q, cfg["seed"], lm_out)
+    run_lm(SEED_PATH, q, cfg["seed"], lm_out)
     cand = {"candidates": out / "candidates.parquet", "report": out / "candidates.json"}
-    stage.run_candidates(
+    run_candidates(
         domain,
         small_world["products"],
         small_world["reviewers"],
@@ -145,7 +148,7 @@ def _queries(small_world, root, syn, cfg, model_dir, tag):
         "error_profiles": root / "errors_profiles.json",
         "lm_report": lm_out["report"],
     }
-    stage.run_select(domain, paths, q, cfg["syntax"]["parse"], cfg["errors"], cfg["seed"], sel)
+    run_select(domain, paths, q, cfg["syntax"]["parse"], cfg["errors"], cfg["seed"], sel)
     tables = {
         k: out / "tables" / f"{k}.{k.rsplit('_', 1)[1]}"
         for k in (
@@ -157,7 +160,7 @@ def _queries(small_world, root, syn, cfg, model_dir, tag):
             "identifiability_tex",
         )
     }
-    stage.run_tables(
+    run_tables(
         [domain],
         {
             "benchmarks": [sel["benchmark"]],
@@ -314,7 +317,7 @@ def test_same_seed_same_benchmark(run):
 
 def test_eager_fluency_scores_every_candidate_that_reaches_it(run, tmp_path):
     """The paper-scale setting: fluency among the eager filters, scored with the adapter off."""
-    from personalir.queries import stage
+    from personalir.queries.candidates import run_candidates
 
     q = validate_config(
         {
@@ -337,7 +340,7 @@ def test_eager_fluency_scores_every_candidate_that_reaches_it(run, tmp_path):
     out = {"candidates": tmp_path / "c.parquet", "report": tmp_path / "c.json"}
     first = run["paths"]
     world = run["world"]
-    stage.run_candidates(
+    run_candidates(
         world["domain"],
         world["products"],
         world["reviewers"],
@@ -364,7 +367,7 @@ def test_eager_fluency_scores_every_candidate_that_reaches_it(run, tmp_path):
         "filters": {**q["filters"], "fluency": {**q["filters"]["fluency"], "at_selection": True}},
     }
     with pytest.raises(ValueError, match="both eager and at_selection"):
-        stage.run_candidates(
+        run_candidates(
             world["domain"],
             world["products"],
             world["reviewers"],

@@ -1,0 +1,169 @@
+"""Rule queries_lm: the query generator, fine-tuned on the seed set, and its fluency bound.
+
+A LoRA adapter on the instruction model learns the seed set's attribute -> query mapping; the
+seed queries' perplexity under the base model calibrates the fluency filter's bound (unless the
+config fixes it). The later steps load the generator and score fluency with the helpers here,
+always with the adapter off, so the bound and the scores come from the same model.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from personalir.common.io import atomic_path, write_json
+from personalir.common.seeding import derive_seed
+
+log = logging.getLogger("personalir.queries")
+
+USER_PREFIX = "<|im_start|>user\n"
+
+
+def set_threads(threads: int) -> None:
+    """Torch's intra-op threads for this step (at least one)."""
+    import torch
+
+    torch.set_num_threads(max(int(threads), 1))
+
+
+def scoring_prefix(tokenizer) -> str:
+    """The opening of a user turn in the model's chat template (queries are scored as what a
+    user types); empty for a tokenizer without a chat template."""
+    if not getattr(tokenizer, "chat_template", None):
+        return ""
+    marker = "\x00QUERY\x00"
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": marker}], tokenize=False, add_generation_prompt=False
+    )
+    head = text.split(marker, 1)[0]
+    # Drop a default system turn the template may insert before the user turn.
+    for opener in ("<|im_start|>user\n", "<|start_header_id|>user<|end_header_id|>\n\n"):
+        if opener in head:
+            return opener
+    return head
+
+
+def run_lm(
+    seeds_path, params: dict, seed: int, out: dict, threads: int = 1, model_cache=None
+) -> dict:
+    """Fine-tune the LoRA adapter on the seed set; calibrate the fluency bound on the seeds."""
+    from personalir.queries.lm import (
+        LoraSettings,
+        load_causal_lm,
+        perplexities,
+        resolve_model,
+        train_lora,
+    )
+    from personalir.queries.seeds import load_seeds
+
+    set_threads(threads)
+    lm = params["lm"]
+    seeds = load_seeds(seeds_path)
+    t0 = time.perf_counter()
+    ref = resolve_model(lm["model"], allow_download=lm["allow_download"])
+    model, tok = load_causal_lm(ref, device=lm["device"], cache_dir=model_cache)
+    load_s = time.perf_counter() - t0
+    prefix = scoring_prefix(tok)
+    t1 = time.perf_counter()
+    seed_ppl = perplexities(model, tok, [s["query"] for s in seeds], prefix=prefix)
+    ppl_s = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    model, history = train_lora(
+        model, tok, seeds, LoraSettings.from_config(lm["lora"]), seed=derive_seed(seed, "lora")
+    )
+    train_s = time.perf_counter() - t2
+    out_dir = Path(out["adapter"]).parent
+    with tempfile.TemporaryDirectory(dir=out_dir.parent if out_dir.parent.exists() else None) as td:
+        model.save_pretrained(td)
+        for name in ("adapter_model.safetensors", "adapter_config.json"):
+            target = out["adapter"] if name.endswith(".safetensors") else out["adapter_config"]
+            with atomic_path(target, suffix=Path(name).suffix) as tmp:
+                shutil.copyfile(Path(td) / name, tmp)
+    fl = params["filters"]["fluency"]
+    bound = fl["max_perplexity"]
+    if bound is None:
+        bound = float(np.quantile(np.asarray(seed_ppl), fl["seed_quantile"]))
+    report = {
+        "model": lm["model"],
+        "model_path": ref.path,
+        "gguf_file": ref.gguf_file,
+        "seeds": len(seeds),
+        "seeds_by_domain": dict(sorted(Counter(s["domain"] for s in seeds).items())),
+        "lora": lm["lora"],
+        "history": history,
+        "first_loss": history[0]["loss"] if history else None,
+        "last_loss": history[-1]["loss"] if history else None,
+        "seconds": {
+            "load": round(load_s, 2),
+            "seed_perplexity": round(ppl_s, 2),
+            "train": round(train_s, 2),
+        },
+        "fluency": {
+            "scoring_prefix": prefix,
+            "seed_perplexity_quantiles": {
+                str(q): float(np.quantile(seed_ppl, q)) for q in (0.5, 0.9, 0.95, 1.0)
+            },
+            "max_perplexity": bound,
+            "bound_from": "config"
+            if fl["max_perplexity"] is not None
+            else f"seed quantile {fl['seed_quantile']}",
+        },
+        "threads": threads,
+    }
+    write_json(out["report"], report)
+    log.info(
+        "LoRA: loss %.3f -> %.3f in %.1f s; fluency bound %.1f",
+        report["first_loss"],
+        report["last_loss"],
+        train_s,
+        bound,
+    )
+    return report
+
+
+def load_generator(params: dict, adapter_dir, model_cache=None) -> tuple[object, object]:
+    """The base model with the seed-set adapter (or without, when ``adapter_dir`` is None)."""
+    from peft import PeftModel
+
+    from personalir.queries.lm import load_causal_lm, resolve_model
+
+    lm = params["lm"]
+    ref = resolve_model(lm["model"], allow_download=lm["allow_download"])
+    base, tok = load_causal_lm(ref, device=lm["device"], cache_dir=model_cache)
+    if adapter_dir is None:
+        return base, tok
+    return PeftModel.from_pretrained(base, str(adapter_dir)).eval(), tok
+
+
+def base_perplexity(model, tok, batch_size: int = 32):
+    """Perplexity under the base model: the adapter (if any) is switched off while scoring."""
+    import contextlib
+
+    from personalir.queries.lm import perplexities
+
+    prefix = scoring_prefix(tok)
+
+    def score(texts: list[str]) -> list[float]:
+        off = getattr(model, "disable_adapter", None)
+        with off() if off is not None else contextlib.nullcontext():
+            return perplexities(model, tok, texts, prefix=prefix, batch_size=batch_size)
+
+    return score
+
+
+def fluency_settings(filters: dict, lm_report: dict) -> dict:
+    """The filters section with the fluency bound resolved (config, or the seed quantile)."""
+    fl = filters["fluency"]
+    if fl["at_selection"] and "fluency" in filters["eager"]:
+        raise ValueError(
+            "queries.filters: fluency is both eager and at_selection; choose one "
+            "(leave it out of `eager` to score at selection)"
+        )
+    bound = lm_report["fluency"]["max_perplexity"]
+    return {**filters, "fluency": {**fl, "max_perplexity": bound}}
