@@ -83,13 +83,9 @@ def run_lm(
     seeds_path, params: dict, seed: int, out: dict, threads: int = 1, model_cache=None
 ) -> dict:
     """Fine-tune the LoRA adapter on the seed set; calibrate the fluency bound on the seeds."""
-    from personalir.queries.lm import (
-        LoraSettings,
-        load_causal_lm,
-        perplexities,
-        resolve_model,
-        train_lora,
-    )
+    from personalir.common.causal_lm import load_causal_lm
+    from personalir.common.models import resolve_model
+    from personalir.queries.lm import LoraSettings, perplexities, train_lora
     from personalir.queries.seeds import load_seeds
 
     set_threads(threads)
@@ -161,7 +157,8 @@ def load_generator(params: dict, adapter_dir, model_cache=None) -> tuple[object,
     """The base model with the seed-set adapter (or without, when ``adapter_dir`` is None)."""
     from peft import PeftModel
 
-    from personalir.queries.lm import load_causal_lm, resolve_model
+    from personalir.common.causal_lm import load_causal_lm
+    from personalir.common.models import resolve_model
 
     lm = params["lm"]
     ref = resolve_model(lm["model"], allow_download=lm["allow_download"])
@@ -451,7 +448,9 @@ class LazyPerplexity:
         self.load_seconds = 0.0
 
     def __call__(self, texts: list[str]) -> list[float]:
-        from personalir.queries.lm import load_causal_lm, perplexities, resolve_model
+        from personalir.common.causal_lm import load_causal_lm
+        from personalir.common.models import resolve_model
+        from personalir.queries.lm import perplexities
 
         if self.model is None:
             t0 = time.perf_counter()
