@@ -54,7 +54,7 @@ class RetrievalContext:
     threads: int = 1
     models: dict[str, str] = field(default_factory=dict)  # role -> model name or folder
     rewrites: dict[str, str] = field(default_factory=dict)  # example id -> TTP rewrite
-    # Where dequantised copies of GGUF models are kept (``queries.lm.cache``); None: none.
+    # Where dequantised copies of GGUF models are kept (top-level ``model_cache``); None: none.
     model_cache: str | None = None
 
     def item_texts(self) -> list[str]:
