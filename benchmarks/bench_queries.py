@@ -184,7 +184,7 @@ def main() -> int:
     ap.add_argument(
         "--model-cache",
         type=Path,
-        default=ROOT / "results" / "queries" / "model_cache",
+        default=ROOT / "results" / "model_cache",
         help="dequantised-model cache (the workflow's); 'none' to dequantise the GGUF each load",
     )
     ap.add_argument("--log", type=Path, help="analyse a finished Snakemake log")

@@ -11,6 +11,5 @@ results = partial(workflow_support.results_path, RESULTS)
 raw_files = partial(workflow_support.raw_files, config)
 # Dequantised float32 copies of packaged GGUF models (SmolLM2), made once and read by every
 # rule that loads one (queries, the LLM rerankers, the TTP backbone and HyDE); outside the DAG
-# like a conda env: deleting it only costs time. The folder keeps the name of the stage that
-# introduced it; `queries.lm.cache: false` turns it off for every stage.
-GGUF_CACHE = results("queries", "model_cache") if config["queries"]["lm"]["cache"] else ""
+# like a conda env: deleting it only costs time. `model_cache: false` turns it off.
+GGUF_CACHE = results("model_cache") if config["model_cache"] else ""

@@ -91,6 +91,15 @@ def test_unknown_domain_rejected():
         validate_config({"domains": ["Books"]})
 
 
+def test_model_cache_is_one_top_level_switch_for_every_stage():
+    """The dequantised-GGUF cache is shared by queries, retrieval and TTP, so its switch is a
+    top-level key; the former ``queries.lm.cache`` is an unknown key."""
+    assert validate_config({})["model_cache"] is True
+    assert validate_config({"model_cache": False})["model_cache"] is False
+    with pytest.raises(ConfigError, match="cache"):
+        validate_config({"queries": {"lm": {"cache": False}}})
+
+
 def test_fill_defaults_keeps_given_values():
     schema = load_schema()
     cfg = fill_defaults({"sample": {"n_users": 7}}, schema)

@@ -10,6 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from personalir.common.causal_lm import load_causal_lm  # noqa: E402
+from personalir.common.models import ModelNotAvailableError, resolve_model  # noqa: E402
 from personalir.queries import lm  # noqa: E402
 from personalir.queries.seeds import load_seeds  # noqa: E402
 
@@ -57,18 +59,21 @@ def tiny(tmp_path_factory):
     texts = [s["query"] for s in seeds] + [lm.SYSTEM_PROMPT, "Product system user assistant"]
     texts += [f"{k}: {v} {s['product_type']}" for s in seeds for k, v in s["attributes"]]
     path = build_tiny_qwen2(tmp_path_factory.mktemp("tiny_qwen2"), texts)
-    ref = lm.resolve_model(str(path))
-    model, tok = lm.load_causal_lm(ref)
+    ref = resolve_model(str(path))
+    model, tok = load_causal_lm(ref)
     return {"path": path, "model": model, "tok": tok, "seeds": seeds}
 
 
 def test_resolve_model_errors_name_the_model(tmp_path):
-    with pytest.raises(lm.ModelNotAvailableError, match="does not exist"):
-        lm.resolve_model(str(tmp_path / "missing"))
-    with pytest.raises(lm.ModelNotAvailableError, match="unknown packaged model"):
-        lm.resolve_model("packaged:nothing")
-    with pytest.raises(lm.ModelNotAvailableError, match="allow_download"):
-        lm.resolve_model("no-such-org/no-such-model-xyz")
+    with pytest.raises(ModelNotAvailableError, match="does not exist"):
+        resolve_model(str(tmp_path / "missing"))
+    with pytest.raises(ModelNotAvailableError, match="unknown packaged model") as err:
+        resolve_model("packaged:nothing")
+    assert "packaged:SmolLM2-135M-Instruct" in str(err.value)  # the known ones are listed
+    with pytest.raises(ModelNotAvailableError, match="no model configured"):
+        resolve_model("")
+    with pytest.raises(ModelNotAvailableError, match="allow_download"):
+        resolve_model("no-such-org/no-such-model-xyz")
 
 
 def test_prompt_and_training_examples(tiny):
@@ -126,7 +131,7 @@ def test_perplexity_golden_and_batch_independent(tiny):
 
 
 def test_lora_training_lowers_the_loss_and_saves(tiny, tmp_path):
-    base, tok = lm.load_causal_lm(lm.resolve_model(str(tiny["path"])))
+    base, tok = load_causal_lm(resolve_model(str(tiny["path"])))
     settings = lm.LoraSettings(
         r=4, alpha=8, dropout=0.0, last_layers=1, steps=15, batch_size=4, lr=5e-2
     )

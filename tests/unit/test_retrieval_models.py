@@ -177,9 +177,9 @@ def test_gguf_reranker_reads_the_shared_dequantised_copy(tiny, monkeypatch):
     model cache, and scores as the same checkpoint loaded directly."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    import personalir.queries.lm as lm
+    import personalir.common.causal_lm as causal_lm
     import personalir.retrieval.rerank as rerank
-    from personalir.retrieval.models import ModelRef
+    from personalir.common.models import ModelRef
 
     src = tiny["qwen3"]
     calls = []
@@ -189,7 +189,7 @@ def test_gguf_reranker_reads_the_shared_dequantised_copy(tiny, monkeypatch):
         tok = AutoTokenizer.from_pretrained(src)
         return AutoModelForCausalLM.from_pretrained(src).eval(), tok
 
-    monkeypatch.setattr(lm, "load_causal_lm", fake_load)
+    monkeypatch.setattr(causal_lm, "load_causal_lm", fake_load)
     monkeypatch.setattr(
         rerank,
         "resolve_model",

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from personalir.common.models import ModelNotAvailableError, resolve_model
 from personalir.retrieval.base import (
     QueryText,
     RetrieverConfigError,
@@ -17,7 +18,6 @@ from personalir.retrieval.base import (
 from personalir.retrieval.corpus import corpus_from_texts
 from personalir.retrieval.hybrid import minmax_rows
 from personalir.retrieval.lexical import BM25Retriever
-from personalir.retrieval.models import ModelNotAvailableError, resolve_model
 from personalir.retrieval.rerank import select_pairs
 
 CORPUS = corpus_from_texts(

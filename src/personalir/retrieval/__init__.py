@@ -4,8 +4,7 @@ Modules, in the order the data flows through them:
 
 ``corpus``        product documents and PQB query files (ours or the released format)
 ``base``          the retriever interface, the registry and deterministic top-k helpers
-``models``        where a model comes from (packaged, local folder, model hub) and the error
-                  that names a missing model and how to obtain it
+                  (models are resolved by ``personalir.common.models``, shared by all stages)
 ``lexical`` ...   one module per family: lexical, sparse, dense, hybrid, late_interaction, rerank
 ``runio``         TREC run files: writing, and reading with errors that name the line
 ``metrics``       per-query ranks and measures; Flip@K, RRstd, Deg@K, MRRdeg; ir_measures

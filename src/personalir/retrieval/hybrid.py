@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from personalir.common.models import resolve_model
 from personalir.retrieval.base import (
     RETRIEVERS,
     QueryText,
@@ -34,7 +35,6 @@ from personalir.retrieval.base import (
 )
 from personalir.retrieval.corpus import Corpus
 from personalir.retrieval.dense import DenseRetriever
-from personalir.retrieval.models import resolve_model
 from personalir.retrieval.sparse import SpladeRetriever
 from personalir.retrieval.torchutil import maxsim_scores, setup_torch
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from personalir.common.models import resolve_model
 from personalir.retrieval.base import (
     RETRIEVERS,
     QueryText,
@@ -26,7 +27,6 @@ from personalir.retrieval.base import (
     chunks,
 )
 from personalir.retrieval.corpus import Corpus
-from personalir.retrieval.models import resolve_model
 from personalir.retrieval.torchutil import setup_torch
 
 

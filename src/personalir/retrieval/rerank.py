@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from personalir.common.models import resolve_model
 from personalir.common.seeding import rng
 from personalir.retrieval.base import (
     RETRIEVERS,
@@ -45,7 +46,6 @@ from personalir.retrieval.base import (
     chunks,
 )
 from personalir.retrieval.corpus import Corpus
-from personalir.retrieval.models import resolve_model
 from personalir.retrieval.torchutil import resolve_dtype, setup_torch
 
 QWEN3_PREFIX = (
@@ -95,7 +95,7 @@ class CausalLMScorer:
         torch = setup_torch(settings)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from personalir.queries.lm import load_causal_lm
+        from personalir.common.causal_lm import load_causal_lm
 
         ref = resolve_model(model, allow_download=settings.allow_download)
         self.device = settings.torch_device()

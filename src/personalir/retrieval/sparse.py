@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from personalir.common.models import resolve_model
 from personalir.retrieval.base import (
     RETRIEVERS,
     QueryText,
@@ -29,7 +30,6 @@ from personalir.retrieval.encodings import (
     model_fingerprint,
     source_hash,
 )
-from personalir.retrieval.models import resolve_model
 from personalir.retrieval.torchutil import setup_torch
 
 

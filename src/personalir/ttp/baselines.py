@@ -54,7 +54,7 @@ class RetrievalContext:
     threads: int = 1
     models: dict[str, str] = field(default_factory=dict)  # role -> model name or folder
     rewrites: dict[str, str] = field(default_factory=dict)  # example id -> TTP rewrite
-    # Where dequantised copies of GGUF models are kept (``queries.lm.cache``); None: none.
+    # Where dequantised copies of GGUF models are kept (top-level ``model_cache``); None: none.
     model_cache: str | None = None
 
     def item_texts(self) -> list[str]:
@@ -144,7 +144,7 @@ class HistoryAware(PersonalRetriever):
 def _st_encoder(model: str):
     from sentence_transformers import SentenceTransformer
 
-    from personalir.retrieval.models import resolve_model
+    from personalir.common.models import resolve_model
 
     return SentenceTransformer(resolve_model(model).path, device="cpu")
 
@@ -204,8 +204,8 @@ class HyDE(PersonalRetriever):
     def generate(self, queries: Sequence[str]) -> list[str]:
         import torch
 
-        from personalir.queries.lm import load_causal_lm
-        from personalir.retrieval.models import resolve_model
+        from personalir.common.causal_lm import load_causal_lm
+        from personalir.common.models import resolve_model
 
         ref = resolve_model(self.ctx.models["generator"])
         model, tok = load_causal_lm(ref, cache_dir=self.ctx.model_cache)

@@ -50,7 +50,7 @@ def fine_tune(
     import torch.nn.functional as F
     from sentence_transformers import SentenceTransformer
 
-    from personalir.retrieval.models import resolve_model
+    from personalir.common.models import resolve_model
 
     if not (len(queries) == len(items) == len(item_ids)) or not queries:
         raise ValueError("queries, items and item ids must be aligned and non-empty")

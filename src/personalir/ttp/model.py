@@ -98,12 +98,12 @@ def prepare_backbone(cfg: BackboneConfig, seed: int, model_cache: str | Path | N
 
     A GGUF model (the packaged SmolLM2) is dequantised to float32 on load; with
     ``model_cache`` the dequantised copy the other stages share is read (or filled) instead,
-    the same tensors and tokenizer (:func:`personalir.queries.lm.load_causal_lm`)."""
+    the same tensors and tokenizer (:func:`personalir.common.causal_lm.load_causal_lm`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from personalir.queries.lm import load_causal_lm
-    from personalir.retrieval.models import resolve_model
+    from personalir.common.causal_lm import load_causal_lm
+    from personalir.common.models import resolve_model
 
     ref = resolve_model(cfg.model, allow_download=cfg.allow_download)
     if ref.gguf_file:

@@ -43,7 +43,7 @@ class DenseRelevance(RelevanceModel):
     ):
         from sentence_transformers import SentenceTransformer
 
-        from personalir.retrieval.models import resolve_model
+        from personalir.common.models import resolve_model
 
         ref = resolve_model(model, allow_download=allow_download)
         self.name = f"dense:{model}"
@@ -91,7 +91,7 @@ class RerankerRelevance(RelevanceModel):
     ):
         from FlagEmbedding import FlagReranker
 
-        from personalir.retrieval.models import resolve_model
+        from personalir.common.models import resolve_model
 
         ref = resolve_model(model, allow_download=allow_download)
         self.name = f"reranker:{model}"

@@ -242,8 +242,8 @@ class HFLocalTeacher(Teacher):
         item_fields: Sequence[str] = ("title", "main_category"),
         **_: object,
     ):
-        from personalir.queries.lm import load_causal_lm
-        from personalir.retrieval.models import resolve_model
+        from personalir.common.causal_lm import load_causal_lm
+        from personalir.common.models import resolve_model
 
         ref = resolve_model(model, allow_download=allow_download)
         self.model, self.tokenizer = load_causal_lm(ref)

