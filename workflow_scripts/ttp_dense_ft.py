@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.stage import fine_tune_dense
+from personalir.ttp.dense_ft import fine_tune_dense
 
 
 def main() -> None:
