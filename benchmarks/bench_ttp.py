@@ -88,12 +88,12 @@ def smollm2_teacher_quality(set_dir: Path, ttp: dict, seed: int, n: int) -> dict
     the embedded rule-based teacher on the same examples."""
     from personalir.ttp.data import ItemCorpus, read_examples
     from personalir.ttp.relevance import build_relevance
-    from personalir.ttp.stage import teacher_quality
     from personalir.ttp.teacher import (
         HFLocalTeacher,
         HistoryAttributeTeacher,
         requests_for,
         select_targets,
+        teacher_quality,
     )
 
     corpus = ItemCorpus.read(set_dir / "items.parquet")

@@ -284,7 +284,7 @@ def test_sample_world_source_splits_users(tmp_path, small_world):
 
 
 def test_caps_apply_per_label_and_to_training_examples():
-    from personalir.ttp.stage import cap_examples
+    from personalir.ttp.examples import cap_examples
 
     examples = [
         Example.from_record(

@@ -131,6 +131,21 @@ class ItemCorpus:
         return cls(items)
 
 
+def merge_corpora(paths: Sequence[str | Path]) -> ItemCorpus:
+    items = {}
+    for p in paths:
+        for item_id, item in ItemCorpus.read(p).items.items():
+            if item_id in items and items[item_id] != item:
+                raise ValueError(f"item {item_id!r} differs between corpora ({p})")
+            items[item_id] = item
+    return ItemCorpus(items)
+
+
+def item_fields(ttp: Mapping) -> tuple[str, ...]:
+    """The item fields every TTP step renders (``ttp.items.fields``)."""
+    return tuple(ttp["items"]["fields"])
+
+
 @dataclass(frozen=True)
 class HistoryEntry:
     item_id: str

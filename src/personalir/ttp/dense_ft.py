@@ -5,19 +5,25 @@ different query texts: in-batch InfoNCE (multiple-negatives ranking) between a q
 and its purchased item's text, both through the same encoder, ``scale = 1 / temperature``.
 Batches are epoch-wise permutations seeded by ``(seed, "dense_ft", variant, epoch)``;
 an item that is the target of two rows of a batch is no negative for either.
+
+:func:`fine_tune_dense` is the rule ``ttp_dense_ft``: one variant's training pairs from every
+example set, fine-tuned and saved with its report.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from personalir.common.io import write_json
 from personalir.common.seeding import derive_seed
+from personalir.ttp.data import item_fields, merge_corpora, read_examples
 
 
 @dataclass(frozen=True)
@@ -108,3 +114,50 @@ def fine_tune(
         "first_loss": losses[0],
         "last_loss": losses[-1],
     }
+
+
+def fine_tune_dense(
+    *,
+    variant: str,
+    examples_paths: Sequence[str | Path],
+    items_paths: Sequence[str | Path],
+    ttp: Mapping,
+    seed: int,
+    out_dir: str | Path,
+    report_out: str | Path,
+    threads: int,
+    log=print,
+) -> dict:
+    import torch
+
+    from personalir.ttp.baselines import history_aware_text
+
+    torch.set_num_threads(threads)
+    corpus = merge_corpora(items_paths)
+    fields, maxf = item_fields(ttp), int(ttp["items"]["max_features"])
+    queries, items, ids = [], [], []
+    for p in examples_paths:
+        for ex in read_examples(p):
+            if ex.split != "train":
+                continue
+            if variant == "history_aware":
+                hist = [corpus[i].text(fields, maxf) for i in ex.selected_history or []]
+                queries.append(history_aware_text(ex.query, hist))
+            else:
+                queries.append(ex.query)
+            items.append(corpus[ex.target].text(fields, maxf))
+            ids.append(ex.target)
+    report = fine_tune(
+        ttp["dense"]["model"],
+        queries,
+        items,
+        ids,
+        DenseFTSettings.from_config(ttp["dense"]),
+        out_dir,
+        seed=seed,
+        variant=variant,
+        log=log,
+    )
+    write_json(report_out, report)
+    log(json.dumps(report))
+    return report

@@ -15,17 +15,23 @@ nDCG@20        ``nDCG@20``
 A query the run does not list retrieves nothing (every measure 0). Confidence intervals are
 percentile bootstraps over queries (``samples`` resamples, seeded); the comparison of two
 methods uses the paired bootstrap of their per-query differences.
+
+:func:`evaluate` is the rule ``ttp_evaluate``: the per-query measures of every run, their
+summary and the acceptance check (:func:`acceptance_check`) that ``ttp_check`` reports.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from personalir.common.io import read_json, write_json, write_parquet
 from personalir.common.seeding import rng
-from personalir.ttp.data import Example
+from personalir.ttp.data import Example, read_examples
 
 MEASURES = {
     "Recall@10": "R@10",
@@ -195,4 +201,96 @@ def paired_difference(
         "diff_ci_high": hi,
         "ci_half_width_a": (a_hi - a_lo) / 2,
         "ci_half_width_b": (b_hi - b_lo) / 2,
+    }
+
+
+def evaluate(
+    *,
+    examples_paths: Sequence[str | Path],
+    runs: Sequence[tuple[str, str, str]],
+    infos: Sequence[str | Path],
+    ttp: Mapping,
+    seed: int,
+    per_query_out: str | Path,
+    summary_out: str | Path,
+    acceptance_out: str | Path,
+    log=print,
+) -> dict:
+    """``runs``: (example set, method, run path). Writes per-query measures, the summary
+    (mean + CI per method, set, label) and the acceptance check."""
+    from personalir.retrieval.runio import read_run
+
+    test = {}
+    for p in examples_paths:
+        for ex in read_examples(p):
+            if ex.split == "test":
+                test.setdefault(ex.domain, []).append(ex)
+    frames = []
+    for ex_set, method, path in runs:
+        exs = test[ex_set]
+        run = read_run(path, query_ids=[e.example_id for e in exs])
+        frames.append(per_query_measures(exs, run, method))
+    frame = pd.concat(frames, ignore_index=True)
+    ev = ttp["evaluation"]
+    summary = summarise(
+        frame, samples=int(ev["bootstrap_samples"]), confidence=float(ev["confidence"]), seed=seed
+    )
+    write_parquet(per_query_out, frame)
+    write_parquet(summary_out, summary)
+    labels = {read_json(p)["method"]: read_json(p)["label"] for p in infos}
+    acceptance = acceptance_check(frame, labels, ttp, seed)
+    write_json(acceptance_out, acceptance)
+    log(json.dumps(acceptance, indent=1))
+    return acceptance
+
+
+def acceptance_check(
+    frame: pd.DataFrame, labels: Mapping[str, str], ttp: Mapping, seed: int
+) -> dict:
+    """The issue's acceptance: TTP beats query-only dense on Broad by more than the CI, and
+    history-aware methods beat query-only ones (pooled over example sets)."""
+    # Imported here: the baselines import this module (exact search, rankings).
+    from personalir.ttp.baselines import PERSONAL_RETRIEVERS
+
+    ev = ttp["evaluation"]
+    measure = ev["acceptance_measure"]
+    kw = {
+        "samples": int(ev["bootstrap_samples"]),
+        "confidence": float(ev["confidence"]),
+        "seed": seed,
+    }
+    methods = sorted(set(frame["method"]))
+    checks = []
+    if {"ttp", "dense"} <= set(methods) and "Broad" in set(frame["label"]):
+        d = paired_difference(frame, "ttp", "dense", measure, label="Broad", **kw)
+        d["check"] = "TTP (SFT) beats query-only dense on Broad by more than the bootstrap CI"
+        d["passed"] = bool(
+            d["difference"] > max(d["ci_half_width_a"], d["ci_half_width_b"])
+            and d["diff_ci_low"] > 0
+        )
+        checks.append(d)
+    history = [m for m in methods if PERSONAL_RETRIEVERS.get(m).uses_history]
+    query_only = [m for m in methods if not PERSONAL_RETRIEVERS.get(m).uses_history]
+    if history and query_only:
+        means = frame.groupby("method")[measure].mean()
+        best_q = max(query_only, key=lambda m: means[m])
+        hist_mean = float(np.mean([means[m] for m in history]))
+        checks.append(
+            {
+                "check": "history-aware methods beat query-only ones (mean over methods, all "
+                "test sets) and the best history-aware beats the best query-only",
+                "measure": measure,
+                "history_methods": {m: float(means[m]) for m in history},
+                "query_only_methods": {m: float(means[m]) for m in query_only},
+                "passed": bool(
+                    hist_mean > float(np.mean([means[m] for m in query_only]))
+                    and max(means[m] for m in history) > means[best_q]
+                ),
+            }
+        )
+    return {
+        "measure": measure,
+        "labels": dict(labels),
+        "checks": checks,
+        "passed": bool(checks) and all(c["passed"] for c in checks),
     }

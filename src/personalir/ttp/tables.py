@@ -5,14 +5,19 @@ the pooled ``All``) the columns are the configured measures. Values are the pool
 means (``domain == "All"``); the CSV also carries the 95% CI bounds. When a reference YAML of
 the paper's values is configured (method -> test set -> measure -> value), its numbers are
 added as ``paper`` columns beside ours; otherwise those columns print ``--``.
+
+:func:`make_table` is the rule ``ttp_table`` (CSV and LaTeX from the same table). Only that
+rule imports this module: the compute steps never load the LaTeX rendering.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pandas as pd
 
+from personalir.common.io import atomic_open, write_text
 from personalir.common.latex import dataframe_to_latex
 
 TEST_SETS = ("General", "Broad", "LongTail", "All")
@@ -86,3 +91,38 @@ def table4_latex(table: pd.DataFrame, *, caption: str, label: str, with_paper: b
         column_labels=labels,
         fit_width=True,
     )
+
+
+def make_table(
+    *,
+    summary_path: str | Path,
+    ttp: Mapping,
+    labels: Mapping[str, str],
+    config_label: str,
+    csv_out: str | Path,
+    tex_out: str | Path,
+) -> pd.DataFrame:
+    import yaml
+
+    summary = pd.read_parquet(summary_path)
+    paper = None
+    if ttp["paper_reference"]:
+        paper = yaml.safe_load(Path(ttp["paper_reference"]).read_text(encoding="utf-8"))
+    table = table4(summary, list(ttp["methods"]), labels, paper=paper)
+    with atomic_open(csv_out) as fh:
+        table.to_csv(fh, index=False, float_format="%.4f")
+    caption = (
+        f"Personalised retrieval on the {config_label} configuration (Table 4 layout; "
+        "mean over example sets' test queries, pooled). "
+        + (
+            "Paper values beside ours."
+            if paper
+            else r"The paper's values are not bundled (set \texttt{ttp.paper\_reference} to"
+            " show them)."
+        )
+    )
+    write_text(
+        tex_out,
+        table4_latex(table, caption=caption, label="tab:ttp-table4", with_paper=paper is not None),
+    )
+    return table

@@ -20,6 +20,9 @@ non-positive gain are dropped, and one target is drawn uniformly from the top 3 
 Examples with no positive candidate can serve as *neutral* samples (target = the query
 itself) so that the model also learns when not to rewrite: ``neutral_share`` of the final
 set at most, drawn at random from them; the rest are dropped and counted.
+
+:func:`run_teacher` is the rule ``ttp_teacher``: the candidates, the targets and a report with
+the teacher's honest quality (:func:`teacher_quality`) and the step's timings.
 """
 
 from __future__ import annotations
@@ -30,15 +33,17 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from personalir.common.io import write_json, write_jsonl
 from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed
-from personalir.ttp.data import Example, Item, ItemCorpus
-from personalir.ttp.relevance import RelevanceModel
+from personalir.ttp.data import Example, Item, ItemCorpus, item_fields, read_examples
+from personalir.ttp.relevance import RelevanceModel, build_relevance
 
 TEACHER_SYSTEM = "You are a shopping search assistant who personalises product searches."
 TEACHER_PROMPT = (
@@ -376,3 +381,71 @@ def select_targets(
         },
     }
     return records, report
+
+
+def teacher_quality(
+    examples: Sequence[Example],
+    candidates: Sequence[Sequence[str]],
+    corpus: ItemCorpus,
+    relevance,
+    fields: Sequence[str],
+    k: int = 10,
+) -> dict:
+    """Recall@k under the relevance model of the raw query vs the teacher's first candidate
+    (chosen without seeing the target), per label: the teacher's honest quality."""
+    if not hasattr(relevance, "embed"):
+        return {"note": "needs a dense relevance model"}
+    ids = corpus.ids
+    items = relevance.embed(corpus.texts(fields))
+    pos = {i: n for n, i in enumerate(ids)}
+    first = [c[0] if c else ex.query for ex, c in zip(examples, candidates, strict=True)]
+    out: dict[str, dict] = {}
+    for name, texts in (("query", [ex.query for ex in examples]), ("teacher_first", first)):
+        sims = relevance.embed(list(texts)) @ items.T
+        hits: dict[str, list[int]] = {}
+        for row, ex in zip(sims, examples, strict=True):
+            top = np.argsort(-row, kind="stable")[:k]
+            hits.setdefault(ex.label, []).append(int(pos[ex.target] in top))
+            hits.setdefault("All", []).append(int(pos[ex.target] in top))
+        out[name] = {lab: round(float(np.mean(v)), 4) for lab, v in sorted(hits.items())}
+    return {f"recall@{k}": out, "examples": len(examples)}
+
+
+def run_teacher(
+    *,
+    examples_path: str | Path,
+    items_path: str | Path,
+    ttp: Mapping,
+    seed: int,
+    sft_out: str | Path,
+    report_out: str | Path,
+    log=print,
+) -> dict:
+    t0 = time.perf_counter()
+    corpus = ItemCorpus.read(items_path)
+    train = [e for e in read_examples(examples_path) if e.split == "train"]
+    tcfg = dict(ttp["teacher"])
+    settings = {k: tcfg.pop(k) for k in ("k", "top", "neutral_share")}
+    teacher = build_teacher({**tcfg, "item_fields": list(item_fields(ttp))}, seed)
+    candidates = teacher.candidates(requests_for(train, corpus), int(settings["k"]))
+    t1 = time.perf_counter()
+    relevance = build_relevance(dict(ttp["history"]["relevance"]))
+    records, report = select_targets(
+        train,
+        candidates,
+        corpus,
+        relevance,
+        item_fields=item_fields(ttp),
+        neutral_share=float(settings["neutral_share"]),
+        top=int(settings["top"]),
+        seed=seed,
+    )
+    t2 = time.perf_counter()
+    report["teacher"] = teacher.name
+    report["relevance_model"] = relevance.name
+    report["quality"] = teacher_quality(train, candidates, corpus, relevance, item_fields(ttp))
+    report["seconds"] = {"candidates": round(t1 - t0, 3), "gains": round(t2 - t1, 3)}
+    write_jsonl(sft_out, records)
+    write_json(report_out, report)
+    log(json.dumps(report))
+    return report
