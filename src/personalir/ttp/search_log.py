@@ -23,7 +23,7 @@ A share ``misspell_share`` of all queries gets one character-level error (a mech
 keeps the clean text and ``misspelled: true``.
 
 Targets are drawn with the world's own preference model (log popularity plus the brand,
-colour and style boosts of :class:`~personalir.data.sample_world.GeneratorParams`, Gumbel
+colour and style boosts of :class:`~personalir.data.sample_world_model.GeneratorParams`, Gumbel
 sampling), so searches look like the purchases that made the reviews. Each draw comes from
 ``derive_seed(seed, "search_log", domain)``; the same arguments give identical records.
 """
@@ -40,9 +40,10 @@ import numpy as np
 
 from personalir.common.io import write_jsonl
 from personalir.common.seeding import derive_seed
-from personalir.data.sample_world import PARAMS, Product, User, World, build_world
+from personalir.data.sample_world import build_world
 from personalir.data.sample_world_errors import MECHANISM_NAMES, MECHANISMS
 from personalir.data.sample_world_lexicon import DOMAIN_SPECS
+from personalir.data.sample_world_model import PARAMS, Product, User, World
 
 LABELS = ("General", "Broad", "LongTail")
 _MS_PER_DAY = 86_400_000
