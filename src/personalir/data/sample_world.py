@@ -4,8 +4,10 @@ For one domain, :func:`build_world` draws products with realistic attributes, us
 planted syntactic style (a sparse mixture over :data:`CONSTRUCTIONS`), planted writing-error
 habits (rates of six character-level mechanisms and preferred POS contexts) and planted
 brand/colour/style preferences, then a chronological purchase-and-review sequence per user.
-:func:`generate_domain` serialises the world as ``<Domain>.jsonl`` and ``meta_<Domain>.jsonl``
-(the exact Amazon Reviews 2023 schemas) plus ``planted_truth.json``, which only tests read.
+:func:`write_world` serialises the world as ``<Domain>.jsonl`` and ``meta_<Domain>.jsonl``
+(the exact Amazon Reviews 2023 schemas) plus ``planted_truth.json``, which only tests read;
+:func:`generate_domain` builds and writes one domain into a folder under those names. (The
+``sample_world`` rule also writes the world's search log, :mod:`personalir.data.search_log`.)
 
 Every draw comes from ``numpy`` generators seeded by
 ``derive_seed(seed, "sample_world", domain, part)``, one stream per part of the world
@@ -364,6 +366,18 @@ def planted_truth(world: World, params: GeneratorParams = PARAMS) -> dict:
     }
 
 
+def write_world(world: World, *, reviews: str | Path, meta: str | Path, truth: str | Path) -> dict:
+    """Write the world's reviews and meta (Amazon Reviews 2023 schemas) and its planted truth.
+
+    Returns the domain and the planted truth's counts.
+    """
+    write_jsonl(reviews, (review_record(r) for r in world.reviews))
+    write_jsonl(meta, (meta_record(p) for p in world.products))
+    planted = planted_truth(world)
+    write_json(truth, planted)
+    return {"domain": world.domain, **planted["counts"]}
+
+
 def generate_domain(
     out_dir: str | Path,
     domain: str,
@@ -384,8 +398,9 @@ def generate_domain(
         min_sentences_per_user=min_sentences_per_user,
     )
     out = Path(out_dir)
-    write_jsonl(out / f"{domain}.jsonl", (review_record(r) for r in world.reviews))
-    write_jsonl(out / f"meta_{domain}.jsonl", (meta_record(p) for p in world.products))
-    truth = planted_truth(world)
-    write_json(out / "planted_truth.json", truth)
-    return {"domain": domain, **truth["counts"]}
+    return write_world(
+        world,
+        reviews=out / f"{domain}.jsonl",
+        meta=out / f"meta_{domain}.jsonl",
+        truth=out / "planted_truth.json",
+    )
