@@ -1,11 +1,14 @@
 # Data stage: raw review/meta files -> typed Parquet -> product documents and user sentences.
 
 rule sample_world:
-    """Generate the synthetic embedded world of one domain (Amazon Reviews 2023 schemas)."""
+    """Generate the synthetic embedded world of one domain (Amazon Reviews 2023 schemas) and its
+    search log (each search ends in a purchase; TTP's `sample_world` examples)."""
     output:
         reviews=results("sample_world", "{domain}", "{domain}.jsonl"),
         meta=results("sample_world", "{domain}", "meta_{domain}.jsonl"),
         truth=results("sample_world", "{domain}", "planted_truth.json"),
+        search_log=results("sample_world", "{domain}", "search_log.jsonl"),
+        search_log_report=results("sample_world", "{domain}", "search_log.report.json"),
     params:
         sample=lambda w: params_json("sample"),
         seed=config["seed"],
@@ -19,7 +22,9 @@ rule sample_world:
         "../envs/data.yaml"
     shell:
         "python -u workflow_scripts/sample_world.py --domain {wildcards.domain} --seed {params.seed}"
-        " --params {params.sample:q} --out-dir $(dirname {output.reviews}) > {log} 2>&1"
+        " --params {params.sample:q} --reviews {output.reviews} --meta {output.meta}"
+        " --truth {output.truth} --search-log {output.search_log}"
+        " --search-log-report {output.search_log_report} > {log} 2>&1"
 
 
 rule download:

@@ -1,6 +1,7 @@
-# TTP stage (part 1): search log -> examples with selected histories -> teacher targets ->
-# SFT of the TTP model; dense baselines' fine-tuning; one run per (example set, method);
-# evaluation with bootstrap CIs; Table 4 layout, loss-curve figure, acceptance check.
+# TTP stage (part 1): search log (written by the data stage's `sample_world` rule) -> examples
+# with selected histories -> teacher targets -> SFT of the TTP model; dense baselines'
+# fine-tuning; one run per (example set, method); evaluation with bootstrap CIs; Table 4
+# layout, loss-curve figure, acceptance check.
 # SFT and the generating runs (TTP, HyDE) take the workflow's `threads` (they scale on two
 # cores); the other jobs take one core each and fill the gaps of the other stages' jobs.
 
@@ -15,29 +16,6 @@ wildcard_constraints:
     ttp_set="|".join(TTP_SETS),
     method="|".join(TTP_METHODS),
     variant="dense|history_aware",
-
-
-rule ttp_search_log:
-    """The sample world's search log: each search ends in a purchase (General/Broad/LongTail)."""
-    output:
-        log=results("sample_world", "{domain}", "search_log.jsonl"),
-        report=results("ttp", "{domain}", "search_log.report.json"),
-    params:
-        sample=lambda w: params_json("sample"),
-        search_log=lambda w: params_json("ttp", "search_log"),
-        seed=config["seed"],
-    log:
-        "logs/ttp/search_log_{domain}.log",
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    threads: 1
-    conda:
-        "../envs/ttp.yaml"
-    shell:
-        "python -u workflow_scripts/ttp_search_log.py --domain {wildcards.domain}"
-        " --seed {params.seed} --sample {params.sample:q} --params {params.search_log:q}"
-        " --output {output.log} --report {output.report} > {log} 2>&1"
 
 
 rule ttp_examples:

@@ -6,7 +6,8 @@ from pathlib import Path
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
 from personalir.common.io import write_json, write_text
-from personalir.data.ingest import IngestError, ingest_meta, ingest_reviews
+from personalir.data.ingest import ingest_meta, ingest_reviews
+from personalir.data.ingest_schema import IngestError
 
 
 def main() -> None:

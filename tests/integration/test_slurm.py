@@ -155,7 +155,6 @@ def test_every_job_ran_under_slurm(runs):
         "product_documents",
         "provenance",
         "sample_world",
-        "ttp_search_log",  # the sample world's search log is part of its folder
         "user_sentences",
     ]
     submitted = SUBMITTED.findall(log)

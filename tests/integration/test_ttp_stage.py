@@ -20,10 +20,10 @@ pytestmark = pytest.mark.integration
 
 TINY = """
 domains: [Musical_Instruments]
-sample: {n_products: 60, n_users: 24, min_sentences_per_user: 12}
+sample: {n_products: 60, n_users: 24, min_sentences_per_user: 12,
+         search_log: {searches_per_user: 2}}
 paper: {build_pdf: false}
 ttp:
-  search_log: {searches_per_user: 2}
   split: {test_share: 0.4, max_test_per_label: 3}
   items: {fields: [title]}
   history: {n: 2}
@@ -106,4 +106,4 @@ def test_an_sft_seed_retrains_only_from_sft_on(ttp_run):
     jobs = {m.group(1) for m in re.finditer(r"^(\w+)\s+\d+\s*$", block, re.MULTILINE)}
     # (the backbone's weights are temporary, so its rule runs again to feed SFT)
     assert {"ttp_sft", "ttp_evaluate"} <= jobs
-    assert {"ttp_search_log", "ttp_examples", "ttp_teacher"}.isdisjoint(jobs)
+    assert {"sample_world", "ttp_examples", "ttp_teacher"}.isdisjoint(jobs)

@@ -117,3 +117,12 @@ def test_invalid_yaml_reported(tmp_path: Path):
 def test_schema_files_are_yaml_objects():
     for path in sorted((REPO_ROOT / "config" / "schema").glob("*.schema.yaml")):
         assert yaml.safe_load(path.read_text())["type"] == "object", path
+
+
+def test_search_log_settings_belong_to_the_sample_world():
+    cfg = validate_config({"sample": {"search_log": {"searches_per_user": 3}}})
+    assert cfg["sample"]["search_log"]["searches_per_user"] == 3
+    assert cfg["sample"]["search_log"]["label_shares"]["Broad"] == 0.35  # defaults filled
+    assert "search_log" not in validate_config({})["ttp"]
+    with pytest.raises(ConfigError, match="ttp.search_log"):
+        validate_config({"ttp": {"search_log": {"searches_per_user": 3}}})

@@ -16,13 +16,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from personalir.data.ingest import (
+from personalir.data.ingest import ingest_meta, ingest_reviews
+from personalir.data.ingest_schema import (
     META_SCHEMA,
     REASONS,
     REVIEW_SCHEMA,
     IngestError,
-    ingest_meta,
-    ingest_reviews,
     review_id,
 )
 

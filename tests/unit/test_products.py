@@ -98,3 +98,11 @@ def test_product_table_counts_exclusions():
     ]
     assert not rows[1]["eligible"] and rows[1]["core_terms"] == []
     assert report["products"] == 2 and report["excluded_too_few_attributes"] == 1
+
+
+def test_a_null_value_in_the_key_value_shape_is_empty_not_the_string_none():
+    audit = ValueAudit()
+    as_structs = [{"key": "Brand", "value": "Kestrel"}, {"key": "Color", "value": None}]
+    kept = select_attributes(as_structs, None, None, RULES, audit)
+    assert kept == [("Brand", "Kestrel")]
+    assert audit.counts["empty"] == 1  # the null value is "" (rejected as empty), never "None"

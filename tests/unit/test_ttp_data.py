@@ -255,7 +255,7 @@ def test_pqb_source_uses_review_history_and_benchmark_queries(tmp_path):
 
 def test_sample_world_source_splits_users(tmp_path, small_world):
     from personalir.data.sample_world import build_world
-    from personalir.ttp.search_log import SearchLogParams, build_search_log
+    from personalir.data.search_log import SearchLogParams, build_search_log
     from tests.conftest import SMALL_WORLD
 
     world = build_world(
@@ -326,3 +326,25 @@ def test_ttp_domains_choose_the_example_sets():
     assert example_sets(cfg(source="personalwab", domains=["A"])) == ["PersonalWAB"]
     # A stage that is switched off does not stop a run with other domains.
     assert example_sets(cfg(domains=["D", "A"], enabled=False)) == ["A"]
+
+
+def test_item_attributes_keep_only_filled_in_details(tmp_path):
+    from personalir.ttp.data import corpus_from_tables
+
+    details = [[("Brand", "Kestrel"), ("Color", None), ("Size", ""), ("Style", "Vintage")]]
+    write_parquet(
+        tmp_path / "meta.parquet",
+        pa.table(
+            {
+                "parent_asin": ["B1"],
+                "features": [["Maple shell"]],
+                "details": pa.array(details, type=pa.map_(pa.string(), pa.string())),
+            }
+        ),
+    )
+    write_parquet(
+        tmp_path / "products.parquet",
+        pa.table({"parent_asin": ["B1"], "title": ["Kestrel drum"], "main_category": ["MI"]}),
+    )
+    corpus = corpus_from_tables(tmp_path / "products.parquet", tmp_path / "meta.parquet")
+    assert corpus["B1"].attributes == (("Brand", "Kestrel"), ("Style", "Vintage"))

@@ -6,61 +6,6 @@ without them is an error (usually an HTML error page saved under the archive's n
 parsed by orjson (strict RFC 8259: ``NaN``/``Infinity`` are invalid JSON; integers beyond 64 bits
 become floats); the error path re-reads a rejected line to name the reason.
 
-Output schemas (column order as listed; ``!`` marks non-nullable columns)
------------------------------------------------------------------------
-Reviews (:data:`REVIEW_SCHEMA`): ``review_id!`` string (see :func:`review_id`),
-``user_id!``, ``parent_asin!``, ``asin`` string, ``timestamp!`` int64 (Unix ms, as in the
-source), ``rating!`` float64, ``title`` string, ``text!`` string, ``helpful_vote`` int64,
-``verified_purchase`` bool, ``images_json`` string, ``source_line!`` int64.
-
-Meta (:data:`META_SCHEMA`): ``parent_asin!``, ``title!``, ``main_category``, ``store`` string,
-``average_rating`` float64, ``rating_number`` int64, ``price`` float64, ``price_raw`` string,
-``features``, ``description``, ``categories`` list<string>, ``details`` map<string,string>,
-``images_json``, ``videos_json``, ``bought_together_json`` string, ``source_line!`` int64.
-
-Choices worth knowing
-- Nested ``images``/``videos``/``bought_together`` are kept as compact JSON text (``*_json``,
-  key order as in the source): nothing downstream reads inside them and a JSON string cannot
-  lose a field that a fixed struct type would not know about. Absent/null -> null.
-- ``details`` values that are not strings are stringified as compact JSON (``12`` -> ``"12"``,
-  ``true`` -> ``"true"``, lists/dicts -> their JSON); a JSON null stays a null map value.
-  The report counts the stringified values.
-- ``price``: a number is kept; a string is parsed when it is a plain amount (``"$1,299.99"``,
-  ``"12.99"``); ``"None"``, ``""``, ``"N/A"``, ``"-"`` become null; anything else (ranges such as
-  ``"$10 - $20"``) becomes null. ``price_raw`` keeps the source string whenever the source was a
-  string, so no information is lost; the report counts each outcome (``meta_price``).
-- Required fields must be present and non-null; other official fields may be absent or null
-  and become null. Reviews require rating, text, parent_asin, user_id, timestamp; meta requires
-  parent_asin and title. Fields outside the official schema are dropped and counted
-  (``unknown_fields_dropped``).
-- ``records_read`` counts physical lines (blank ones included). A UTF-8 BOM on line 1 is
-  stripped and noted in the report.
-
-Reason codes (stable; checks run in this order, the first failing one is reported; field
-checks go through the fields in the official schema order)
-- ``blank_line``: empty or whitespace-only line.
-- ``truncated_final_line``: last line has no newline and does not parse.
-- ``nul_byte``: a raw NUL byte in the line.
-- ``invalid_utf8``: the line is not valid UTF-8.
-- ``lone_surrogate``: a ``\\uD800``-``\\uDFFF`` escape without its pair (not storable as UTF-8).
-- ``invalid_json``: the line does not parse as JSON.
-- ``not_an_object``: valid JSON that is not an object (array, number, string, ...).
-- ``missing_field``: a required field is absent or null.
-- ``wrong_type``: a field has the wrong JSON type (``"rating": "five"``, a bool where an int
-  belongs, ``features`` not a list of strings, ...).
-- ``out_of_range``: rating outside 1..5, average_rating outside 0..5, negative or
-  non-finite counts/prices, timestamp <= 0 or after 2100-01-01.
-- ``empty_text``: review text empty or whitespace only.
-- ``empty_id``: user_id or parent_asin empty or whitespace only.
-- ``duplicate_review``: same review_id as an earlier record (same user_id, parent_asin,
-  timestamp, or a 64-bit hash collision, which would break review_id uniqueness anyway); the
-  first is kept.
-- ``duplicate_product``: same meta parent_asin as an earlier record; the first is kept.
-
-File-level problems raise :class:`IngestError` under both policies (no output is written):
-``not_gzip`` (a ``.gz`` name without a gzip header) and ``corrupt_gzip`` (truncated or damaged
-stream: an unknown amount of data is missing, so nothing could honestly be counted).
-
 Policies: ``strict`` raises :class:`IngestError` at the first bad line (nothing is written);
 ``quarantine`` writes bad lines to a JSONL file (``{file, line, reason, field, detail, raw,
 raw_lossy[, raw_base64]}``; ``raw`` is the line without its ``\\n``, invalid bytes shown as
@@ -71,11 +16,15 @@ before anything is published.
 Command line: ``python -m personalir.data.ingest {reviews,meta} SRC OUT [--policy P]
 [--quarantine Q] [--report R] [--chunk-size N]`` (exit 1 with the IngestError message).
 
+
 Determinism: for the same input bytes and ``chunk_size`` the Parquet bytes are identical
 (input order kept, no metadata that varies between runs; pyarrow's version string is in the
 footer). Memory: one chunk of rows plus the duplicate-detection set, which grows with the
 input (one 16-character review_id per accepted review, about 80 bytes each in CPython, so
 ~0.8 GB per 10M reviews; one parent_asin per product for meta).
+
+Schemas and reason codes: :mod:`personalir.data.ingest_schema`; field checks and the
+record converters: :mod:`personalir.data.ingest_records`.
 """
 
 from __future__ import annotations
@@ -84,10 +33,8 @@ import argparse
 import base64
 import contextlib
 import gzip
-import hashlib
 import io
 import json
-import math
 import os
 import re
 import sys
@@ -102,471 +49,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from personalir.common.io import atomic_open, atomic_path, write_json
+from personalir.data.ingest_records import BadRecord, MetaConverter, ReviewConverter, type_name
+from personalir.data.ingest_schema import POLICIES, REPORT_SCHEMA_VERSION, IngestError
 
-__all__ = [
-    "IngestError",
-    "META_SCHEMA",
-    "POLICIES",
-    "REASONS",
-    "REVIEW_SCHEMA",
-    "ingest_meta",
-    "ingest_reviews",
-    "review_id",
-]
+__all__ = ["ingest_meta", "ingest_reviews", "main"]
 
-POLICIES = ("strict", "quarantine")
-REASONS = (
-    "blank_line",
-    "truncated_final_line",
-    "nul_byte",
-    "invalid_utf8",
-    "lone_surrogate",
-    "invalid_json",
-    "not_an_object",
-    "missing_field",
-    "wrong_type",
-    "out_of_range",
-    "empty_text",
-    "empty_id",
-    "duplicate_review",
-    "duplicate_product",
-)
-REPORT_SCHEMA_VERSION = 1
-
-_STR_LIST = pa.list_(pa.string())
-
-REVIEW_SCHEMA = pa.schema(
-    [
-        pa.field("review_id", pa.string(), nullable=False),
-        pa.field("user_id", pa.string(), nullable=False),
-        pa.field("parent_asin", pa.string(), nullable=False),
-        pa.field("asin", pa.string()),
-        pa.field("timestamp", pa.int64(), nullable=False),
-        pa.field("rating", pa.float64(), nullable=False),
-        pa.field("title", pa.string()),
-        pa.field("text", pa.string(), nullable=False),
-        pa.field("helpful_vote", pa.int64()),
-        pa.field("verified_purchase", pa.bool_()),
-        pa.field("images_json", pa.string()),
-        pa.field("source_line", pa.int64(), nullable=False),
-    ]
-)
-
-META_SCHEMA = pa.schema(
-    [
-        pa.field("parent_asin", pa.string(), nullable=False),
-        pa.field("title", pa.string(), nullable=False),
-        pa.field("main_category", pa.string()),
-        pa.field("store", pa.string()),
-        pa.field("average_rating", pa.float64()),
-        pa.field("rating_number", pa.int64()),
-        pa.field("price", pa.float64()),
-        pa.field("price_raw", pa.string()),
-        pa.field("features", _STR_LIST),
-        pa.field("description", _STR_LIST),
-        pa.field("categories", _STR_LIST),
-        pa.field("details", pa.map_(pa.string(), pa.string())),
-        pa.field("images_json", pa.string()),
-        pa.field("videos_json", pa.string()),
-        pa.field("bought_together_json", pa.string()),
-        pa.field("source_line", pa.int64(), nullable=False),
-    ]
-)
-
-_REVIEW_FIELDS = frozenset(
-    {
-        "rating",
-        "title",
-        "text",
-        "images",
-        "asin",
-        "parent_asin",
-        "user_id",
-        "timestamp",
-        "helpful_vote",
-        "verified_purchase",
-    }
-)
-_META_FIELDS = frozenset(
-    {
-        "main_category",
-        "title",
-        "average_rating",
-        "rating_number",
-        "features",
-        "description",
-        "price",
-        "images",
-        "videos",
-        "store",
-        "categories",
-        "details",
-        "parent_asin",
-        "bought_together",
-    }
-)
-
-_MAX_TIMESTAMP_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z
-_INT64_MAX = 2**63 - 1
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 _NUL = b"\x00"
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_PRICE_AMOUNT = re.compile(r"\$?\s*((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)")
-_PRICE_NULL_STRINGS = frozenset({"", "none", "null", "nan", "n/a", "na", "-", "--", "—"})
 _orjson_loads = orjson.loads
-_dumps = orjson.dumps
-_sha1 = hashlib.sha1
 _OrjsonError = orjson.JSONDecodeError
-
-
-def _compact_json(value: Any) -> str:
-    return _dumps(value).decode()
-
-
-class IngestError(ValueError):
-    """A bad record under the ``strict`` policy, or a file-level problem under either policy.
-
-    The message reads ``<file>:<line>: <reason>: <detail>`` (line omitted for file-level
-    problems such as a corrupt gzip stream).
-    """
-
-    def __init__(self, file: str, line: int | None, reason: str, detail: str):
-        self.file, self.line, self.reason, self.detail = file, line, reason, detail
-        where = f"{file}:{line}" if line is not None else file
-        super().__init__(f"{where}: {reason}: {detail}")
-
-
-class _Bad(Exception):
-    """Internal: a record failed validation."""
-
-    __slots__ = ("reason", "field", "detail")
-
-    def __init__(self, reason: str, field: str | None, detail: str):
-        self.reason, self.field, self.detail = reason, field, detail
-
-
-def review_id(user_id: str, parent_asin: str, timestamp: int) -> str:
-    """Stable review key: first 16 hex digits of sha1(user_id US parent_asin US timestamp).
-
-    US is the ASCII unit separator ``\\x1f``, which cannot be confused with id characters.
-    """
-    return _review_digest(user_id, parent_asin, timestamp)[:8].hex()
-
-
-def _review_digest(user_id: str, parent_asin: str, timestamp: int) -> bytes:
-    # Keep in step with the inlined copy in _ReviewConverter.__call__ (hot path).
-    return _sha1(f"{user_id}\x1f{parent_asin}\x1f{timestamp}".encode()).digest()
-
-
-# ---------------------------------------------------------------------------------------------
-# Field checks (small helpers for the cold fields; the hot review fields are inlined)
-
-
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
-
-
-def _required(obj: dict, name: str) -> Any:
-    value = obj.get(name)
-    if value is None:
-        got = "absent" if name not in obj else "null"
-        raise _Bad("missing_field", name, f"{name!r} is required (got {got})")
-    return value
-
-
-def _opt_str(obj: dict, name: str) -> str | None:
-    value = obj.get(name)
-    if value is None or type(value) is str:
-        return value
-    raise _Bad("wrong_type", name, f"{name!r} must be a string, got {_type_name(value)}")
-
-
-def _is_object_list(value: Any) -> bool:
-    return type(value) is list and all(type(item) is dict for item in value)
-
-
-def _number(obj: dict, name: str, lo: float, hi: float, *, required: bool = False) -> float | None:
-    value = _required(obj, name) if required else obj.get(name)
-    if value is None:
-        return None
-    if type(value) is not float and type(value) is not int:
-        raise _Bad("wrong_type", name, f"{name!r} must be a number, got {_type_name(value)}")
-    if not lo <= value <= hi:
-        raise _Bad("out_of_range", name, f"{name!r} must be in [{lo}, {hi}], got {value!r}")
-    return float(value)
-
-
-def _opt_count(obj: dict, name: str) -> int | None:
-    value = obj.get(name)
-    if value is None:
-        return None
-    if type(value) is not int:
-        raise _Bad("wrong_type", name, f"{name!r} must be an integer, got {_type_name(value)}")
-    if not 0 <= value <= _INT64_MAX:
-        raise _Bad("out_of_range", name, f"{name!r} must be in [0, 2**63), got {value!r}")
-    return value
-
-
-def _opt_str_list(obj: dict, name: str) -> list[str] | None:
-    value = obj.get(name)
-    if value is None:
-        return None
-    if type(value) is not list:
-        raise _Bad("wrong_type", name, f"{name!r} must be a list, got {_type_name(value)}")
-    for item in value:
-        if type(item) is not str:
-            raise _Bad("wrong_type", name, f"{name!r} must hold strings, found {_type_name(item)}")
-    return value
-
-
-def _opt_json_list(obj: dict, name: str, of_objects: bool) -> str | None:
-    value = obj.get(name)
-    if value is None:
-        return None
-    if type(value) is not list:
-        raise _Bad("wrong_type", name, f"{name!r} must be a list, got {_type_name(value)}")
-    if not value:
-        return "[]"
-    if of_objects:
-        for item in value:
-            if type(item) is not dict:
-                raise _Bad(
-                    "wrong_type", name, f"{name!r} must hold objects, found {_type_name(item)}"
-                )
-    return _compact_json(value)
-
-
-def _non_empty_id(obj: dict, name: str) -> str:
-    value = _required(obj, name)
-    if type(value) is not str:
-        raise _Bad("wrong_type", name, f"{name!r} must be a string, got {_type_name(value)}")
-    if not value or value.isspace():
-        raise _Bad("empty_id", name, f"{name!r} is empty")
-    return value
-
-
-# ---------------------------------------------------------------------------------------------
-# Record converters: dict -> output row tuple in schema order
-
-
-def _diagnose_review(obj: dict) -> None:
-    """Raise the first failing check of a review, in schema order (the slow, readable path)."""
-    _number(obj, "rating", 1, 5, required=True)
-    _opt_str(obj, "title")
-    text = _required(obj, "text")
-    if type(text) is not str:
-        raise _Bad("wrong_type", "text", f"'text' must be a string, got {_type_name(text)}")
-    if not text or text.isspace():
-        raise _Bad("empty_text", "text", "'text' is empty or whitespace only")
-    _opt_json_list(obj, "images", of_objects=True)
-    _opt_str(obj, "asin")
-    _non_empty_id(obj, "parent_asin")
-    _non_empty_id(obj, "user_id")
-    timestamp = _required(obj, "timestamp")
-    if type(timestamp) is not int:
-        raise _Bad(
-            "wrong_type",
-            "timestamp",
-            f"'timestamp' must be an integer (Unix ms), got {_type_name(timestamp)}",
-        )
-    if not 0 < timestamp < _MAX_TIMESTAMP_MS:
-        raise _Bad(
-            "out_of_range",
-            "timestamp",
-            f"'timestamp' must be in (0, {_MAX_TIMESTAMP_MS}) ms, got {timestamp!r}",
-        )
-    _opt_count(obj, "helpful_vote")
-    verified = obj.get("verified_purchase")
-    if verified is not None and type(verified) is not bool:
-        raise _Bad(
-            "wrong_type",
-            "verified_purchase",
-            f"'verified_purchase' must be a boolean, got {_type_name(verified)}",
-        )
-
-
-class _ReviewConverter:
-    """Review dict -> row. One combined predicate accepts good records; any failure is handed
-    to :func:`_diagnose_review`, which names the first failing check (it must raise)."""
-
-    schema = REVIEW_SCHEMA
-    kind = "review"
-
-    def __init__(self) -> None:
-        self.seen: set[str] = set()
-        self.unknown_fields: Counter[str] = Counter()
-
-    def stats(self) -> dict:
-        return {}
-
-    def __call__(self, obj: dict, line_no: int) -> tuple:
-        get = obj.get
-        rating = get("rating")
-        title = get("title")
-        text = get("text")
-        images = get("images")
-        asin = get("asin")
-        parent_asin = get("parent_asin")
-        user_id = get("user_id")
-        timestamp = get("timestamp")
-        helpful_vote = get("helpful_vote")
-        verified = get("verified_purchase")
-        if not (
-            (type(rating) is float or type(rating) is int)
-            and 1 <= rating <= 5
-            and (title is None or type(title) is str)
-            and type(text) is str
-            and text
-            and not text.isspace()
-            and (images is None or images == [] or _is_object_list(images))
-            and (asin is None or type(asin) is str)
-            and type(parent_asin) is str
-            and parent_asin
-            and not parent_asin.isspace()
-            and type(user_id) is str
-            and user_id
-            and not user_id.isspace()
-            and type(timestamp) is int
-            and 0 < timestamp < _MAX_TIMESTAMP_MS
-            and (
-                helpful_vote is None
-                or (type(helpful_vote) is int and 0 <= helpful_vote <= _INT64_MAX)
-            )
-            and (verified is None or type(verified) is bool)
-        ):
-            _diagnose_review(obj)
-            raise AssertionError(f"review rejected by the fast path but not diagnosed: {obj!r}")
-        if not _REVIEW_FIELDS.issuperset(obj):
-            self.unknown_fields.update(k for k in obj if k not in _REVIEW_FIELDS)
-        if images is not None:
-            images = "[]" if not images else _dumps(images).decode()
-        rid = _sha1(f"{user_id}\x1f{parent_asin}\x1f{timestamp}".encode()).digest()[:8].hex()
-        if rid in self.seen:
-            raise _Bad(
-                "duplicate_review",
-                None,
-                f"review_id {rid} (same user_id, parent_asin, timestamp) was already seen; "
-                "kept the first",
-            )
-        self.seen.add(rid)
-        return (
-            rid,
-            user_id,
-            parent_asin,
-            asin,
-            timestamp,
-            float(rating),
-            title,
-            text,
-            helpful_vote,
-            verified,
-            images,
-            line_no,
-        )
-
-
-class _MetaConverter:
-    schema = META_SCHEMA
-    kind = "meta"
-
-    def __init__(self) -> None:
-        self.seen: set[str] = set()
-        self.unknown_fields: Counter[str] = Counter()
-        self.price_outcomes: Counter[str] = Counter()
-        self.details_stringified = 0
-
-    def stats(self) -> dict:
-        outcomes = ("absent_or_null", "number", "string_parsed", "string_null", "string_unparsed")
-        return {
-            "meta_price": {k: self.price_outcomes.get(k, 0) for k in outcomes},
-            "details_values_stringified": self.details_stringified,
-        }
-
-    def _price(self, obj: dict) -> tuple[float | None, str | None, str]:
-        value = obj.get("price")
-        if value is None:
-            return None, None, "absent_or_null"
-        t = type(value)
-        if t is float or t is int:
-            if not 0 <= value < math.inf:
-                raise _Bad("out_of_range", "price", f"'price' must be >= 0, got {value!r}")
-            return float(value), None, "number"
-        if t is not str:
-            raise _Bad(
-                "wrong_type",
-                "price",
-                f"'price' must be a number or string, got {_type_name(value)}",
-            )
-        stripped = value.strip()
-        if stripped.lower() in _PRICE_NULL_STRINGS:
-            return None, value, "string_null"
-        match = _PRICE_AMOUNT.fullmatch(stripped)
-        if match is None:
-            return None, value, "string_unparsed"
-        return float(match.group(1).replace(",", "")), value, "string_parsed"
-
-    def _details(self, obj: dict) -> list[tuple[str, str | None]] | None:
-        value = obj.get("details")
-        if value is None:
-            return None
-        if type(value) is not dict:
-            raise _Bad(
-                "wrong_type", "details", f"'details' must be an object, got {_type_name(value)}"
-            )
-        items = []
-        for k, v in value.items():
-            if v is not None and type(v) is not str:
-                v = _compact_json(v)
-                self.details_stringified += 1
-            items.append((k, v))
-        return items
-
-    def __call__(self, obj: dict, line_no: int) -> tuple:
-        main_category = _opt_str(obj, "main_category")
-        title = _required(obj, "title")
-        if type(title) is not str:
-            raise _Bad("wrong_type", "title", f"'title' must be a string, got {_type_name(title)}")
-        average_rating = _number(obj, "average_rating", 0.0, 5.0)
-        rating_number = _opt_count(obj, "rating_number")
-        features = _opt_str_list(obj, "features")
-        description = _opt_str_list(obj, "description")
-        price, price_raw, price_outcome = self._price(obj)
-        images = _opt_json_list(obj, "images", of_objects=True)
-        videos = _opt_json_list(obj, "videos", of_objects=True)
-        store = _opt_str(obj, "store")
-        categories = _opt_str_list(obj, "categories")
-        details = self._details(obj)
-        parent_asin = _non_empty_id(obj, "parent_asin")
-        bought_together = _opt_json_list(obj, "bought_together", of_objects=False)
-        if parent_asin in self.seen:
-            raise _Bad(
-                "duplicate_product",
-                None,
-                f"parent_asin {parent_asin!r} was already seen; kept the first",
-            )
-        self.seen.add(parent_asin)
-        self.price_outcomes[price_outcome] += 1
-        if not _META_FIELDS.issuperset(obj):
-            self.unknown_fields.update(k for k in obj if k not in _META_FIELDS)
-        return (
-            parent_asin,
-            title,
-            main_category,
-            store,
-            average_rating,
-            rating_number,
-            price,
-            price_raw,
-            features,
-            description,
-            categories,
-            details,
-            images,
-            videos,
-            bought_together,
-            line_no,
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -589,20 +82,20 @@ def _open_lines(src: Path) -> Iterator[tuple[io.BufferedIOBase, str]]:
             yield raw, "none"
 
 
-def _unparseable(raw: bytes, exc: Exception) -> _Bad:
+def _unparseable(raw: bytes, exc: Exception) -> BadRecord:
     """Name why orjson rejected ``raw`` (the error path only, so it may be slow)."""
     if not raw.strip():
-        return _Bad("blank_line", None, "empty or whitespace-only line")
+        return BadRecord("blank_line", None, "empty or whitespace-only line")
     if not raw.endswith(b"\n"):
-        return _Bad(
+        return BadRecord(
             "truncated_final_line", None, f"last line has no newline and does not parse ({exc})"
         )
     if _NUL in raw:
-        return _Bad("nul_byte", None, f"raw NUL byte at offset {raw.index(_NUL)}")
+        return BadRecord("nul_byte", None, f"raw NUL byte at offset {raw.index(_NUL)}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        return _Bad("invalid_utf8", None, f"invalid UTF-8 at byte {err.start}: {err.reason}")
+        return BadRecord("invalid_utf8", None, f"invalid UTF-8 at byte {err.start}: {err.reason}")
     if _SURROGATE_ESCAPE.search(raw):
         try:
             lenient = json.loads(text)
@@ -610,8 +103,8 @@ def _unparseable(raw: bytes, exc: Exception) -> _Bad:
             pass
         else:
             if _has_lone_surrogate(lenient):
-                return _Bad("lone_surrogate", None, "a \\uD800-\\uDFFF escape has no pair")
-    return _Bad("invalid_json", None, str(exc))
+                return BadRecord("lone_surrogate", None, "a \\uD800-\\uDFFF escape has no pair")
+    return BadRecord("invalid_json", None, str(exc))
 
 
 def _has_lone_surrogate(obj: Any) -> bool:
@@ -622,7 +115,7 @@ def _has_lone_surrogate(obj: Any) -> bool:
     return False
 
 
-def _quarantine_record(file: str, line: int, bad: _Bad, raw: bytes) -> dict:
+def _quarantine_record(file: str, line: int, bad: BadRecord, raw: bytes) -> dict:
     body = raw[:-1] if raw.endswith(b"\n") else raw
     try:
         text, lossy = body.decode("utf-8"), False
@@ -713,11 +206,11 @@ def _ingest(
                         else:
                             raise _unparseable(raw, exc) from None
                     if type(obj) is not dict:
-                        raise _Bad(
-                            "not_an_object", None, f"expected a JSON object, got {_type_name(obj)}"
+                        raise BadRecord(
+                            "not_an_object", None, f"expected a JSON object, got {type_name(obj)}"
                         )
                     row = convert(obj, line_no)
-                except _Bad as bad:
+                except BadRecord as bad:
                     if strict:
                         raise IngestError(name, line_no, bad.reason, bad.detail) from None
                     by_reason[bad.reason] += 1
@@ -794,7 +287,7 @@ def ingest_reviews(
     return _ingest(
         src,
         out_parquet,
-        _ReviewConverter(),
+        ReviewConverter(),
         policy=policy,
         quarantine_path=quarantine_path,
         report_path=report_path,
@@ -819,7 +312,7 @@ def ingest_meta(
     return _ingest(
         src,
         out_parquet,
-        _MetaConverter(),
+        MetaConverter(),
         policy=policy,
         quarantine_path=quarantine_path,
         report_path=report_path,

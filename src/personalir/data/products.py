@@ -14,7 +14,6 @@ case folding counts once (the reference deduplicates exact strings only).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from personalir.common.details import details_pairs
 from personalir.data.text import clean_text
 
 _DIGIT = re.compile(r"\d")
@@ -55,27 +55,6 @@ class ValueAudit:
     counts: Counter = field(default_factory=Counter)
 
 
-def _details_items(details) -> list[tuple[str, str]]:
-    """Accept the shapes ``details`` takes after Parquet round trips: dict, pairs, JSON."""
-    if details is None:
-        return []
-    if isinstance(details, str):
-        try:
-            details = json.loads(details)
-        except json.JSONDecodeError:
-            return []
-    if isinstance(details, dict):
-        return [(str(k), "" if v is None else str(v)) for k, v in details.items()]
-    items = []
-    for entry in details:
-        if isinstance(entry, dict):
-            items.append((str(entry.get("key")), str(entry.get("value"))))
-        else:
-            k, v = entry
-            items.append((str(k), "" if v is None else str(v)))
-    return items
-
-
 def normalise_value(value: str) -> str:
     return _EDGE_PUNCT.sub("", clean_text(value))
 
@@ -103,7 +82,7 @@ def select_attributes(
     """Usable (key, value) attributes in priority order: Brand, other details, short features."""
     audit = audit if audit is not None else ValueAudit()
     drop = {k.lower() for k in rules.drop_keys}
-    items = _details_items(details)
+    items = details_pairs(details)
     brand = [(k, v) for k, v in items if k.strip().lower() == "brand"]
     if not brand and store:
         brand = [("Brand", store)]

@@ -5,7 +5,7 @@ set ``label`` and a ``split``. An :class:`ItemCorpus` holds the items that histo
 targets refer to. Sources are registered by name in :data:`EXAMPLE_SOURCES`; each returns
 ``(examples, corpus)``:
 
-``sample_world``  the search log of the synthetic world (:mod:`personalir.ttp.search_log`)
+``sample_world``  the search log of the synthetic world (:mod:`personalir.data.search_log`)
                   with the data stage's product tables; users are split into train/test by a
                   seeded hash (``test_share``).
 ``personalwab``   PersonalWAB's files: ``user_instructions.json`` (``{split: [task]}``, a task
@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from personalir.common.details import details_pairs
 from personalir.common.io import write_jsonl, write_parquet
 from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed
@@ -268,25 +269,9 @@ def user_split(seed: int, domain: str, user_id: str, test_share: float) -> str:
     return "test" if u < test_share else "train"
 
 
-def _details_pairs(details) -> list[tuple[str, str]]:
-    if details is None:
-        return []
-    if isinstance(details, str):
-        try:
-            details = json.loads(details)
-        except json.JSONDecodeError:
-            return []
-    if isinstance(details, Mapping):
-        return [(str(k), str(v)) for k, v in details.items() if v not in (None, "")]
-    out = []
-    for entry in details:
-        if isinstance(entry, Mapping):
-            k, v = entry.get("key"), entry.get("value")
-        else:
-            k, v = entry
-        if v not in (None, ""):
-            out.append((str(k), str(v)))
-    return out
+def _filled_details(details) -> list[tuple[str, str]]:
+    """The details pairs whose value is not empty (a null value parses as "")."""
+    return [(k, v) for k, v in details_pairs(details) if v != ""]
 
 
 def corpus_from_tables(products_path: str | Path, meta_path: str | Path) -> ItemCorpus:
@@ -307,7 +292,7 @@ def corpus_from_tables(products_path: str | Path, meta_path: str | Path) -> Item
             title=rec["title"] or "",
             main_category=rec["main_category"] or "",
             features=tuple(m.get("features") or ()),
-            attributes=tuple(_details_pairs(m.get("details"))),
+            attributes=tuple(_filled_details(m.get("details"))),
         )
     return ItemCorpus(items)
 
@@ -362,7 +347,7 @@ def _pwab_item(info: Mapping, where: str) -> Item:
         features=tuple(str(f) for f in feats),
         attributes=tuple(
             ([("Brand", str(info["store"]))] if info.get("store") else [])
-            + _details_pairs(info.get("details"))
+            + _filled_details(info.get("details"))
         ),
     )
 

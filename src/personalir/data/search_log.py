@@ -4,7 +4,9 @@ The world of :func:`personalir.data.sample_world.build_world` gives each user a 
 purchase history (the reviews the data stage ingests). This module appends
 ``searches_per_user`` later searches per user; each names the product the user then bought
 (the *target*, never one already bought) and carries the history up to that moment (earlier
-searches' purchases included). Nothing here changes what ``generate_domain`` writes.
+searches' purchases included). Nothing here changes the world: the ``sample_world`` rule
+writes the log (``search_log.jsonl``) and its report beside the world's files, from the
+world it has just built, and TTP reads its examples from it.
 
 Three kinds of query, labelled like the test sets of the TTP paper:
 
@@ -23,7 +25,7 @@ A share ``misspell_share`` of all queries gets one character-level error (a mech
 keeps the clean text and ``misspelled: true``.
 
 Targets are drawn with the world's own preference model (log popularity plus the brand,
-colour and style boosts of :class:`~personalir.data.sample_world.GeneratorParams`, Gumbel
+colour and style boosts of :class:`~personalir.data.sample_world_model.GeneratorParams`, Gumbel
 sampling), so searches look like the purchases that made the reviews. Each draw comes from
 ``derive_seed(seed, "search_log", domain)``; the same arguments give identical records.
 """
@@ -38,11 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-from personalir.common.io import write_jsonl
+from personalir.common.io import write_json, write_jsonl
 from personalir.common.seeding import derive_seed
-from personalir.data.sample_world import PARAMS, Product, User, World, build_world
 from personalir.data.sample_world_errors import MECHANISM_NAMES, MECHANISMS
 from personalir.data.sample_world_lexicon import DOMAIN_SPECS
+from personalir.data.sample_world_model import PARAMS, Product, User, World
 
 LABELS = ("General", "Broad", "LongTail")
 _MS_PER_DAY = 86_400_000
@@ -331,28 +333,8 @@ def _make(label, cat, user, history, unbought, logits, position, quantile, param
     raise ValueError(f"unknown label {label!r}")
 
 
-def generate_search_log(
-    out_path: str | Path,
-    domain: str,
-    *,
-    seed: int,
-    params: SearchLogParams,
-    scale: float = 1.0,
-    n_products: int = 300,
-    n_users: int = 150,
-    min_sentences_per_user: int = 50,
-) -> dict:
-    """Build the world exactly as the ``sample_world`` rule does and write its search log."""
-    world = build_world(
-        domain,
-        seed=seed,
-        scale=scale,
-        n_products=n_products,
-        n_users=n_users,
-        min_sentences_per_user=min_sentences_per_user,
-    )
-    records = build_search_log(world, params, seed)
-    write_jsonl(out_path, records)
+def search_log_report(domain: str, records: list[dict]) -> dict:
+    """Counts of a search log: searches, searches per label, misspelled ones, mean history."""
     labels = Counter(r["label"] for r in records)
     return {
         "domain": domain,
@@ -363,3 +345,19 @@ def generate_search_log(
             sum(len(r["history"]) for r in records) / len(records) if records else math.nan
         ),
     }
+
+
+def write_search_log(
+    world: World,
+    params: SearchLogParams,
+    seed: int,
+    *,
+    log_path: str | Path,
+    report_path: str | Path,
+) -> dict:
+    """Write the search log of ``world`` (JSONL) and its report (JSON); return the report."""
+    records = build_search_log(world, params, seed)
+    write_jsonl(log_path, records)
+    report = search_log_report(world.domain, records)
+    write_json(report_path, report)
+    return report
