@@ -1,8 +1,9 @@
 """Rule step syntax_parse: user sentences -> the structural rules of every sentence.
 
-Every input row gets a status (empty, non-English, parsed, parse error), so the report accounts
-for each sentence that is set aside. Each distinct text is parsed once and, with a cache folder,
-reused across runs; the rule extraction itself lives in :mod:`personalir.syntax.rules`.
+Every input row gets a status (``ok``, ``empty``, ``non_english``, ``parse_error``,
+``no_rules``), so the report accounts for each sentence that is set aside. Each distinct text
+is parsed once and, with a cache folder, reused across runs; the rule extraction itself lives
+in :mod:`personalir.syntax.rules`.
 """
 
 from __future__ import annotations
