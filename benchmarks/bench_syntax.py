@@ -104,10 +104,10 @@ def bench_fit(n_users: int, seed: int, vocab: int = 1200, per_user: int = 50) ->
     import yaml
 
     from personalir.common.config import SCHEMA_DIR, fill_defaults
+    from personalir.syntax.attribution import model_params
     from personalir.syntax.encoder import EncoderSettings, train_encoder
     from personalir.syntax.gaussian import fit_factor_analysis_many
     from personalir.syntax.models import build_model
-    from personalir.syntax.stage import model_params
 
     torch.set_num_threads(1)
     # Defaults of the syntax section only (independent of other stages' schema files).

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.syntax.stage import run_attribution
+from personalir.syntax.attribution import run_attribution
 
 
 def main() -> None:

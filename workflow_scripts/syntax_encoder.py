@@ -3,7 +3,7 @@
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
 from personalir.common.io import write_json
-from personalir.syntax.stage import run_encoder
+from personalir.syntax.encoder import run_encoder
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.syntax.stage import run_features
+from personalir.syntax.features import run_features
 
 
 def main() -> None:

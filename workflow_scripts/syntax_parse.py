@@ -2,8 +2,8 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
+from personalir.syntax.parse import run_parse
 from personalir.syntax.rules import ParseSettings
-from personalir.syntax.stage import run_parse
 
 
 def main() -> None:

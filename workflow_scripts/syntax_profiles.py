@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.syntax.stage import run_profiles
+from personalir.syntax.gaussian import run_profiles
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import parser, setup_logging
-from personalir.syntax.stage import run_table
+from personalir.syntax.tables import run_table
 
 
 def main() -> None:

@@ -29,18 +29,21 @@ pytestmark = pytest.mark.integration
 
 def _upstream(small_world, root, cfg):
     from personalir.errors.stage import run_correct, run_edits, run_profiles
-    from personalir.syntax import stage as sx
+    from personalir.syntax.encoder import run_encoder
+    from personalir.syntax.features import run_features
+    from personalir.syntax.gaussian import run_profiles as run_syntax_profiles
+    from personalir.syntax.parse import run_parse
     from personalir.syntax.rules import ParseSettings
 
     syn = root / "syntax"
     s = cfg["syntax"]
-    sx.run_parse(
+    run_parse(
         small_world["sentences"],
         syn / "parsed.parquet",
         syn / "parse.json",
         ParseSettings.from_config(s["parse"]),
     )
-    sx.run_features(
+    run_features(
         syn / "parsed.parquet",
         small_world["sentences"],
         {
@@ -52,7 +55,7 @@ def _upstream(small_world, root, cfg):
         s["features"],
         cfg["seed"],
     )
-    sx.run_encoder(
+    run_encoder(
         syn / "vectors.npz",
         syn / "index.parquet",
         syn / "vocab.parquet",
@@ -66,7 +69,7 @@ def _upstream(small_world, root, cfg):
         {**s["encoder"], "epochs": 8},
         cfg["seed"],
     )
-    sx.run_profiles(
+    run_syntax_profiles(
         syn / "embeddings.parquet",
         {"profiles": syn / "profiles.parquet", "report": syn / "profiles.json"},
         s["profiles"],

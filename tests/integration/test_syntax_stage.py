@@ -23,9 +23,14 @@ DOMAIN = "Musical_Instruments"
 def syntax_run(small_world, tmp_path_factory):
     from personalir.common.config import validate_config
     from personalir.common.io import read_json
-    from personalir.syntax import stage
+    from personalir.syntax.attribution import run_attribution
+    from personalir.syntax.encoder import run_encoder
+    from personalir.syntax.features import run_features
     from personalir.syntax.figures import plot_roc, plot_training
+    from personalir.syntax.gaussian import run_profiles
+    from personalir.syntax.parse import run_parse
     from personalir.syntax.rules import ParseSettings
+    from personalir.syntax.tables import run_table
 
     cfg = validate_config({})
     sx, seed = cfg["syntax"], cfg["seed"]
@@ -53,14 +58,14 @@ def syntax_run(small_world, tmp_path_factory):
     }
     cache = out / "parse_cache"
     settings = ParseSettings.from_config(sx["parse"])
-    stage.run_parse(
+    run_parse(
         small_world["sentences"],
         p["parsed_rules.parquet"],
         p["parse.report.json"],
         settings,
         cache_dir=cache,
     )
-    stage.run_features(
+    run_features(
         p["parsed_rules.parquet"],
         small_world["sentences"],
         {
@@ -72,7 +77,7 @@ def syntax_run(small_world, tmp_path_factory):
         sx["features"],
         seed,
     )
-    encoder_report = stage.run_encoder(
+    encoder_report = run_encoder(
         p["rule_vectors.npz"],
         p["sentences.parquet"],
         p["rule_vocab.parquet"],
@@ -87,12 +92,12 @@ def syntax_run(small_world, tmp_path_factory):
         seed,
         threads=1,
     )
-    stage.run_profiles(
+    run_profiles(
         p["embeddings.parquet"],
         {"profiles": p["profiles.parquet"], "report": p["profiles.report.json"]},
         sx["profiles"],
     )
-    stage.run_attribution(
+    run_attribution(
         p["embeddings.parquet"],
         small_world["reviewers"],
         {
@@ -116,7 +121,7 @@ def syntax_run(small_world, tmp_path_factory):
             ("paper_stats_tex", "paper_rules.tex"),
         )
     }
-    stage.run_table(
+    run_table(
         [DOMAIN],
         [p["attribution.csv"]],
         [p["parse.report.json"]],
@@ -162,7 +167,8 @@ def test_every_sentence_is_accounted_for(syntax_run):
 
 
 def test_reparse_comes_from_the_cache(syntax_run):
-    from personalir.syntax.stage import parse_sentences, read_user_sentences
+    from personalir.common.artifacts import read_user_sentences
+    from personalir.syntax.parse import parse_sentences
 
     sentences = read_user_sentences(syntax_run["small_world"]["sentences"])
     table, report = parse_sentences(
@@ -210,7 +216,7 @@ def test_planted_constructions_are_recovered_in_the_style_space(syntax_run):
     construction frequencies, about 0.03 with the world's 47 constructions; requiring 0.5 asks
     for most sentences to be placed with their construction (a binomial test against 0.05 on
     ~400 test sentences would reject at 0.25 already)."""
-    from personalir.syntax.stage import read_embeddings
+    from personalir.common.artifacts import read_embeddings
 
     labels = _sentence_constructions(syntax_run["small_world"])
     meta, z = read_embeddings(syntax_run["paths"]["embeddings.parquet"])
@@ -265,8 +271,9 @@ def test_profiles_are_complete_and_mle_dominates_the_heuristic(syntax_run):
 
 
 def test_encoder_weights_reproduce_the_embeddings(syntax_run):
+    from personalir.common.artifacts import read_embeddings
     from personalir.syntax.encoder import load_encoder
-    from personalir.syntax.stage import load_csr, read_embeddings
+    from personalir.syntax.features import load_csr
 
     p = syntax_run["paths"]
     enc, vocab = load_encoder(p["encoder.safetensors"], p["encoder.json"])

@@ -45,7 +45,7 @@ def test_gaussian_distances_golden():
 
 def test_profiles_load_from_the_syntax_stage_table(tmp_path):
     from personalir.common.io import write_parquet
-    from personalir.syntax.stage import fit_profiles
+    from personalir.syntax.gaussian import fit_profiles
 
     gen = np.random.default_rng(0)
     rows, z = [], []

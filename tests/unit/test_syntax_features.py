@@ -7,8 +7,15 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from personalir.syntax.features import assign_splits, fit_vocabulary, vectorize
-from personalir.syntax.stage import PARSED_SCHEMA, build_features, load_csr, save_csr
+from personalir.syntax.features import (
+    assign_splits,
+    build_features,
+    fit_vocabulary,
+    load_csr,
+    save_csr,
+    vectorize,
+)
+from personalir.syntax.parse import PARSED_SCHEMA
 
 
 def test_splits_have_exact_sizes_and_do_not_depend_on_other_users():

@@ -7,6 +7,8 @@ import pytest
 from spacy.tokens import Doc
 from spacy.vocab import Vocab
 
+from personalir.common.artifacts import StageInputError, read_user_sentences
+from personalir.syntax.parse import parse_sentences
 from personalir.syntax.rules import (
     ParseCache,
     ParseResult,
@@ -18,7 +20,6 @@ from personalir.syntax.rules import (
     rules_of_doc,
     text_key,
 )
-from personalir.syntax.stage import StageInputError, parse_sentences, read_user_sentences
 
 
 def _doc(words, pos, deps, heads):

@@ -465,11 +465,11 @@ def run_select(
     model_cache=None,
 ) -> dict:
     """Select one domain's benchmark; write it, its release, the pairs and both reports."""
+    from personalir.common.artifacts import read_embeddings
     from personalir.errors.inject import Constraints, Injector
     from personalir.errors.profiles import ProfileSet
     from personalir.queries.matching import StyleEncoder, load_user_profiles
     from personalir.queries.pairs import HeldOutKNN
-    from personalir.syntax.stage import read_embeddings
 
     set_threads(threads)
     cands = read_candidates(paths["candidates"])

@@ -14,23 +14,36 @@ positives are the other sentences of its user and its denominator holds only sen
 own cohort: the anchor has to be told apart from people who wrote about the same product, so
 product topic cannot be the cue and the space learns how a user writes, not what about.
 Early stopping watches the same loss on ``calib`` sentences (fixed batches).
+
+Rule step syntax_encoder (:func:`run_encoder`): train on the rule vectors of the features step,
+save the weights, and embed every usable sentence for the profile and attribution steps.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import logging
+import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import scipy.sparse as sp
 import torch
 from torch import nn
 
-from personalir.common.io import atomic_path
+from personalir.common.artifacts import StageInputError, read_reviewers
+from personalir.common.io import atomic_path, write_parquet
 from personalir.common.seeding import derive_seed, rng
+from personalir.syntax.features import load_csr
+from personalir.syntax.protocols import product_user_labels
+
+log = logging.getLogger("personalir.syntax")
 
 
 @dataclass(frozen=True)
@@ -357,3 +370,82 @@ def train_encoder(
                 break
     mlp.load_state_dict(best[2])
     return TrainedEncoder(settings, svd, mlp, history, best[1], stopped_early)
+
+
+def _labels(index: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    users = sorted(index["user_id"].unique())
+    code = {u: i for i, u in enumerate(users)}
+    return index["user_id"].map(code).to_numpy(np.int64), users
+
+
+EMBEDDING_SCHEMA_FIELDS = [
+    ("sentence_id", pa.string()),
+    ("user_id", pa.string()),
+    ("split", pa.string()),
+]
+
+
+def run_encoder(
+    vectors_path,
+    index_path,
+    vocab_path,
+    reviewers_path,
+    out: dict,
+    params: dict,
+    seed: int,
+    threads: int = 1,
+) -> dict:
+    torch.set_num_threads(max(1, threads))
+    x = load_csr(vectors_path)
+    index = pq.read_table(index_path).to_pandas()
+    vocab = pq.read_table(vocab_path).column("rule").to_pylist()
+    if x.shape != (len(index), len(vocab)):
+        raise StageInputError(
+            f"{vectors_path}: shape {x.shape} does not match {len(index)} "
+            f"indexed sentences x {len(vocab)} rules"
+        )
+    labels, users = _labels(index)
+    product_users = product_user_labels(read_reviewers(reviewers_path), users)
+    settings = EncoderSettings.from_config(params)
+    t0 = time.perf_counter()
+    enc = train_encoder(
+        x,
+        labels,
+        index["split"].to_numpy(),
+        index["parent_asin"].to_numpy(),
+        product_users,
+        settings,
+        seed=derive_seed(seed, "syntax-encoder"),
+        log=log,
+    )
+    seconds = time.perf_counter() - t0
+    enc.save(out["weights"], out["meta"], vocab)
+    z = enc.encode(x)
+    dim = z.shape[1]
+    emb = pa.table(
+        {
+            "sentence_id": index["sentence_id"].tolist(),
+            "user_id": index["user_id"].tolist(),
+            "split": index["split"].tolist(),
+            "embedding": pa.FixedSizeListArray.from_arrays(
+                pa.array(z.reshape(-1), pa.float32()), dim
+            ),
+        }
+    )
+    write_parquet(out["embeddings"], emb)
+    curve = pd.DataFrame(enc.history)
+    with atomic_path(out["curve"], suffix=".csv") as tmp:
+        curve.to_csv(tmp, index=False, float_format="%.6f")
+    n_cohorts = sum(1 for v in product_users.values() if len(v) >= 2)
+    report = {
+        "best_epoch": enc.best_epoch,
+        "stopped_early": enc.stopped_early,
+        "epochs_run": len(enc.history) - 1,
+        "seconds": round(seconds, 2),
+        "cohort_products": n_cohorts,
+        "users": len(users),
+        "dim": dim,
+        "svd_dim": int(enc.svd.components.shape[0]),
+    }
+    log.info("encoder: %s", report)
+    return report

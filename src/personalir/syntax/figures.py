@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from personalir.common.domains import display_label
+
 
 def _plt():
     import matplotlib
@@ -63,7 +65,7 @@ def plot_roc(
             (line,) = ax.plot(curve["fpr"], curve["tpr"], lw=lw)
             handles.setdefault(model, line)
         ax.plot([0, 1], [0, 1], ls=":", c="grey", lw=0.8)
-        ax.set_title(domain.replace("_", " "))
+        ax.set_title(display_label(domain))
         ax.set_xlabel("False positive rate")
         ax.set_aspect("equal")
     axes[0][0].set_ylabel("True positive rate")
@@ -94,7 +96,7 @@ def plot_training(domains: list[str], curves: list[pd.DataFrame], best: list[int
         ax.plot(trained["epoch"], trained["train_loss"], label="train", lw=1.2)
         ax.plot(curve["epoch"], curve["calib_loss"], label="calib (held out)", lw=1.2)
         ax.axvline(best_epoch, ls="--", c="grey", lw=0.8)
-        ax.set_title(domain.replace("_", " "))
+        ax.set_title(display_label(domain))
         ax.set_xlabel("Epoch")
     axes[0][0].set_ylabel("InfoNCE loss")
     axes[0][0].legend(frameon=False)

@@ -7,14 +7,27 @@ For ``k = 1`` this is the paper's ``lambda v v^T + diag(sigma^2)`` with ``lambda
 sample covariance and ``sigma^2`` as the clipped diagonal residual
 (:func:`fit_eigenpair_heuristic`); that is not the MLE (it attributes all variance along ``v``
 to the factor and double-counts the noise there). Both are kept so they can be compared.
+
+Rule step syntax_profiles (:func:`run_profiles`): fit both profiles of every user on its
+``train`` embeddings and set each acceptance threshold from its ``calib`` sentences.
 """
 
 from __future__ import annotations
 
+import logging
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 from scipy.linalg import solve_triangular
+
+from personalir.common.artifacts import read_embeddings
+from personalir.common.io import write_json, write_parquet
+from personalir.syntax.features import SPLITS
+
+log = logging.getLogger("personalir.syntax")
 
 LOG_2PI = float(np.log(2 * np.pi))
 
@@ -212,3 +225,100 @@ def acceptance_threshold(distances_sq: np.ndarray, quantile: float) -> float:
     if distances_sq.size == 0:
         raise ValueError("no held-out distances to set a threshold from")
     return float(np.quantile(distances_sq, quantile))
+
+
+def fit_profiles(meta: pd.DataFrame, z: np.ndarray, params: dict) -> tuple[pa.Table, dict]:
+    """Rank-one + diagonal profile of every user, by MLE and by the eigenpair heuristic,
+    with acceptance thresholds from the ``calib`` quantile of the squared distance."""
+    q = params["threshold_quantile"]
+    floor = params["var_floor"]
+    rows: dict[str, list] = defaultdict(list)
+    summary: dict[str, list] = defaultdict(list)
+    not_converged = 0
+    split = meta["split"].to_numpy()
+    groups = meta.groupby("user_id", sort=True).indices
+    parts = {user: tuple(idx[split[idx] == s] for s in SPLITS) for user, idx in groups.items()}
+    mles, infos = fit_factor_analysis_many(
+        [z[p[0]] for p in parts.values()],
+        1,
+        var_floor=floor,
+        max_iter=params["em_max_iter"],
+        tol=params["em_tol"],
+    )
+    for (user, (tr, ca, te)), mle, info in zip(parts.items(), mles, infos, strict=True):
+        not_converged += not info["converged"]
+        heur = fit_eigenpair_heuristic(z[tr], var_floor=floor)
+        rows["user_id"].append(user)
+        rows["n_train"].append(len(tr))
+        rows["n_calib"].append(len(ca))
+        rows["mean"].append(mle.mean.astype(np.float32))
+        for tag, model, dist in (
+            ("mle", mle, mle.mahalanobis_sq),
+            ("eigenpair", heur, lambda x, m=heur: reference_distance_sq(m, x)),
+        ):
+            lam, v = model.rank_one_parts()
+            thr = acceptance_threshold(dist(z[ca]), q)
+            rows[f"{tag}_lambda"].append(lam)
+            rows[f"{tag}_direction"].append(v.astype(np.float32))
+            rows[f"{tag}_noise_var"].append(model.noise_var.astype(np.float32))
+            rows[f"{tag}_threshold"].append(thr)
+            n_tr = len(tr)
+            summary[f"{tag}_train_loglik"].append(
+                gaussian_loglik(model.mean, model.covariance(), z[tr]) / n_tr
+            )
+            summary[f"{tag}_test_loglik"].append(
+                gaussian_loglik(model.mean, model.covariance(), z[te]) / len(te)
+            )
+            summary[f"{tag}_test_accept"].append(float((dist(z[te]) <= thr).mean()))
+        rows["em_iterations"].append(info["n_iter"])
+    dim = z.shape[1]
+
+    def vec(name):
+        return pa.FixedSizeListArray.from_arrays(
+            pa.array(np.concatenate(rows[name]) if rows[name] else [], pa.float32()), dim
+        )
+
+    table = pa.table(
+        {
+            "user_id": pa.array(rows["user_id"], pa.string()),
+            "n_train": pa.array(rows["n_train"], pa.int32()),
+            "n_calib": pa.array(rows["n_calib"], pa.int32()),
+            "mean": vec("mean"),
+            **{
+                f"{t}_{c}": (
+                    vec(f"{t}_{c}")
+                    if c in ("direction", "noise_var")
+                    else pa.array(rows[f"{t}_{c}"], pa.float64())
+                )
+                for t in ("mle", "eigenpair")
+                for c in ("lambda", "direction", "noise_var", "threshold")
+            },
+            "em_iterations": pa.array(rows["em_iterations"], pa.int32()),
+        }
+    )
+    report = {
+        "users": len(rows["user_id"]),
+        "threshold_quantile": q,
+        "em_not_converged": int(not_converged),
+        "distance": {
+            "mle": "Mahalanobis of lambda v v^T + diag(sigma^2)",
+            "eigenpair": "reference code: (v.d)^2/lambda + sum r^2/sigma^2",
+        },
+        **{f"mean_{k}": float(np.mean(v)) for k, v in sorted(summary.items())},
+        "users_mle_train_loglik_ge_eigenpair": int(
+            np.sum(
+                np.asarray(summary["mle_train_loglik"])
+                >= np.asarray(summary["eigenpair_train_loglik"]) - 1e-9
+            )
+        ),
+    }
+    return table, report
+
+
+def run_profiles(embeddings_path, out: dict, params: dict) -> dict:
+    meta, z = read_embeddings(embeddings_path)
+    table, report = fit_profiles(meta, z, params)
+    write_parquet(out["profiles"], table)
+    write_json(out["report"], report)
+    log.info("profiles: %s", report)
+    return report

@@ -18,18 +18,34 @@ sentence ``x`` under user ``U``'s profile; ``T(A)`` are ``A``'s ``test`` sentenc
   comparison ``mean s_A(T(A)) > mean s_B(T(A))`` is one trial; accuracy per user over its
   competitors, then the mean over users. Chance is 50%.
 Confidence intervals: percentile bootstrap over users (users resampled with replacement).
+Competitor sets come from :func:`product_user_labels` (the products each modelled user
+reviewed), which the encoder step also uses to form its same-product cohorts.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from personalir.common.seeding import derive_seed, rng
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 MEASURES = ("balanced", "auroc", "full_profile")
+
+
+def product_user_labels(reviewers: pd.DataFrame, users: list[str]) -> dict[str, list[int]]:
+    """Products -> labels of the modelled users who reviewed them."""
+    code = {u: i for i, u in enumerate(users)}
+    out: dict[str, set[int]] = defaultdict(set)
+    for product, user in zip(reviewers["parent_asin"], reviewers["user_id"], strict=True):
+        if user in code:
+            out[str(product)].add(code[user])
+    return {p: sorted(v) for p, v in sorted(out.items())}
 
 
 def competitor_sets(product_users: dict[str, list[int]], n_users: int) -> list[np.ndarray]:
