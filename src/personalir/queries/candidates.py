@@ -19,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from personalir.common.artifacts import StageInputError, read_reviewers
 from personalir.common.io import read_json, write_json, write_parquet
 from personalir.common.seeding import rng
 from personalir.queries.filters import FilterContext, ProductInfo, apply_filters, filter_counts
@@ -31,10 +32,6 @@ from personalir.queries.generator import (
 from personalir.queries.terms import AttributeVocabulary, product_type
 
 log = logging.getLogger("personalir.queries")
-
-
-class StageInputError(ValueError):
-    """An input file lacks a column or value the stage needs (file named)."""
 
 
 def _require(df: pd.DataFrame, path, columns) -> None:
@@ -60,13 +57,6 @@ def read_products(path) -> pd.DataFrame:
         ],
     )
     return df
-
-
-def read_reviewers(path) -> pd.DataFrame:
-    """The data stage's product-reviewer table (which selected users reviewed which product)."""
-    reviewers = pq.read_table(path).to_pandas()
-    _require(reviewers, path, ["parent_asin", "user_id", "selected_user"])
-    return reviewers
 
 
 def product_infos(products: pd.DataFrame) -> dict[str, ProductInfo]:

@@ -20,15 +20,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from personalir.common.artifacts import read_reviewers
 from personalir.common.io import atomic_path, read_json, write_json
 from personalir.common.seeding import derive_seed
 from personalir.queries.benchmark_format import write_benchmark, write_released
-from personalir.queries.candidates import (
-    product_infos,
-    read_candidates,
-    read_products,
-    read_reviewers,
-)
+from personalir.queries.candidates import product_infos, read_candidates, read_products
 from personalir.queries.filters import VALID, ProductInfo
 from personalir.queries.generator import fluency_settings, scoring_prefix, set_threads
 from personalir.queries.pairs import FluencyCache, attribution_checks, select_product_pairs
