@@ -126,3 +126,34 @@ def retrieval_resource(retrieval: Mapping, name: str, key: str):
     """A retriever's own resource setting, or the stage default."""
     value = retrieval["retrievers"].get(name, {}).get(key)
     return retrieval["resources"][key] if value is None else value
+
+
+# --- compute and presentation ----------------------------------------------------------------
+# Presentation steps render what compute steps wrote (tables, figures, the PDF, the provenance
+# record); they may read table/figure modules, compute steps never do, so restyling a figure
+# re-runs only presentation steps (tests/unit/test_presentation.py checks it on dvc.yaml).
+PRESENTATION_RULE_SUFFIXES = ("_table", "_tables", "_figure", "_figures")
+PRESENTATION_RULE_FILES = ("report.smk",)
+PRESENTATION_RULES = ("provenance",)
+
+
+def is_presentation_rule(name: str, snakefile: str = "") -> bool:
+    """Tables, figures, the report stage's rules (statistics table, PDF) and provenance."""
+    return (
+        name.endswith(PRESENTATION_RULE_SUFFIXES)
+        or name in PRESENTATION_RULES
+        or snakefile.rsplit("/", 1)[-1] in PRESENTATION_RULE_FILES
+    )
+
+
+def is_presentation_module(path: str) -> bool:
+    """``src/personalir/<stage>/{tables,figures}.py``, ``common/latex.py`` and ``report/``."""
+    parts = path.split("/")
+    if parts[:2] != ["src", "personalir"] or not path.endswith(".py"):
+        return False
+    inner = parts[2:]
+    return (
+        inner[-1] in ("tables.py", "figures.py")
+        or inner == ["common", "latex.py"]
+        or (inner[0] == "report" and inner[-1] != "__init__.py")
+    )

@@ -7,9 +7,10 @@ re-runs from each stage's ``deps`` in dvc.yaml (generated from the DAG and the s
 closure by scripts/dvc_from_snakemake.py; tests/integration/test_dvc.py fails when it is stale),
 so this reads exactly what ``dvc status`` would report after such a change.
 
-Presentation rules are recognised by name: ``*_table``, ``*_tables``, ``*_figure``,
-``*_figures``, every rule of ``rules/report.smk`` (statistics table, the PDF) and ``provenance``
-(it records every artifact).
+Presentation rules and modules are recognised as
+``personalir.workflow_support.is_presentation_rule`` / ``is_presentation_module`` say: rules
+``*_table(s)``, ``*_figure(s)``, every rule of ``rules/report.smk`` (statistics table, the PDF)
+and ``provenance`` (it records every artifact).
 """
 
 from __future__ import annotations
@@ -20,29 +21,22 @@ from pathlib import Path
 import pytest
 import yaml
 
+from personalir import workflow_support as ws
+
 REPO = Path(__file__).resolve().parents[2]
-PRESENTATION_SUFFIXES = ("_table", "_tables", "_figure", "_figures")
 
 
-def is_presentation_module(path: str) -> bool:
-    p = Path(path)
-    if p.parts[:2] != ("src", "personalir") or p.suffix != ".py":
-        return False
-    inner = p.parts[2:]
-    return (
-        p.name in ("tables.py", "figures.py")
-        or inner == ("common", "latex.py")
-        or (inner[0] == "report" and p.name != "__init__.py")
-    )
-
-
-def report_rules() -> set[str]:
-    text = (REPO / "rules" / "report.smk").read_text(encoding="utf-8")
-    return set(re.findall(r"^rule (\w+):", text, re.M))
+def rule_files() -> dict[str, str]:
+    """Rule name -> the rules/*.smk file that defines it."""
+    found = {}
+    for smk in sorted((REPO / "rules").glob("*.smk")):
+        for name in re.findall(r"^rule (\w+):", smk.read_text(encoding="utf-8"), re.M):
+            found[name] = f"rules/{smk.name}"
+    return found
 
 
 def is_presentation_rule(rule: str) -> bool:
-    return rule.endswith(PRESENTATION_SUFFIXES) or rule in report_rules() | {"provenance"}
+    return ws.is_presentation_rule(rule, rule_files().get(rule, ""))
 
 
 def stage_rule(stage: str) -> str:
@@ -59,7 +53,7 @@ def test_presentation_modules_exist():
     found = [
         p.relative_to(REPO).as_posix()
         for p in (REPO / "src" / "personalir").rglob("*.py")
-        if is_presentation_module(p.relative_to(REPO).as_posix())
+        if ws.is_presentation_module(p.relative_to(REPO).as_posix())
     ]
     # Every stage that renders tables or figures keeps them in modules of their own.
     for module in ("common/latex.py", "syntax/tables.py", "syntax/figures.py", "ttp/tables.py"):
@@ -71,7 +65,7 @@ def test_presentation_modules_are_code_deps_of_presentation_steps_only(stages):
         f"{name}: {dep}"
         for name, stage in stages.items()
         for dep in stage.get("deps", [])
-        if is_presentation_module(dep) and not is_presentation_rule(stage_rule(name))
+        if ws.is_presentation_module(dep) and not is_presentation_rule(stage_rule(name))
     )
     assert not offenders, (
         "a change to these table/figure modules would re-run compute steps:\n"
@@ -92,3 +86,14 @@ def test_compute_steps_exist_and_are_not_presentation(stages):
     rules = {stage_rule(n) for n in stages}
     for rule in ("ttp_sft", "syntax_encoder", "retrieval_run", "queries_select"):
         assert rule in rules and not is_presentation_rule(rule)
+
+
+def test_presentation_classification():
+    assert ws.is_presentation_module("src/personalir/errors/figures.py")
+    assert ws.is_presentation_module("src/personalir/report/paper.py")
+    assert not ws.is_presentation_module("src/personalir/report/__init__.py")
+    assert not ws.is_presentation_module("src/personalir/common/io.py")
+    assert not ws.is_presentation_module("workflow_scripts/ttp_table.py")
+    assert ws.is_presentation_rule("ttp_loss_figure") and ws.is_presentation_rule("syntax_table")
+    assert ws.is_presentation_rule("dataset_statistics", "rules/report.smk")
+    assert not ws.is_presentation_rule("ttp_check", "rules/ttp.smk")
