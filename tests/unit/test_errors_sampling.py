@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from personalir.errors.figures import mechanism_figure
 from personalir.errors.inject import Injector, ProfilePolicy
 from personalir.errors.profiles import ProfileParams, build_profiles
 from personalir.errors.recovery import check_recovery, habit_recovery
-from personalir.errors.report import mechanism_figure, sampling_frame, sampling_latex
 from personalir.errors.sampling import (
     SAMPLER_ORDER,
     SAMPLERS,
@@ -20,6 +20,7 @@ from personalir.errors.sampling import (
     edit_log_likelihoods,
     evaluate_sampling,
 )
+from personalir.errors.tables import sampling_frame, sampling_latex
 
 HABITS = {
     "u_swap": "swap",
