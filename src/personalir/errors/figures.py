@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from personalir.errors.labels import MECHANISM_LABELS
 from personalir.errors.mechanisms import MECHANISM_NAMES
 from personalir.errors.profiles import ProfileSet
-from personalir.errors.tables import MECHANISM_LABELS
 
 
 def figure_users(profiles: ProfileSet, n_users: int) -> list[str]:

@@ -11,26 +11,11 @@ from __future__ import annotations
 import pandas as pd
 
 from personalir.common.latex import dataframe_to_latex
+from personalir.errors.labels import MECHANISM_LABELS, SAMPLER_LABELS
 from personalir.errors.mechanisms import MECHANISM_NAMES
 from personalir.errors.profiles import ProfileSet
 from personalir.errors.sampling import SAMPLER_ORDER
 
-SAMPLER_LABELS = {
-    "global": "Global",
-    "uniform": "Uniform",
-    "character_random": "Character-random",
-    "wrong_user": "Wrong user",
-    "personalised": "Personalised",
-}
-MECHANISM_LABELS = {
-    "keyboard": "Keyboard",
-    "swap": "Swap",
-    "repetition": "Repetition",
-    "insertion": "Insertion",
-    "deletion": "Deletion",
-    "homophone": "Homophone",
-    "other": "Other",
-}
 AVERAGE = "Average"
 
 
