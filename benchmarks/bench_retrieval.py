@@ -5,7 +5,7 @@ queries.
 The retrievers are the default configuration's (``retrieval.use`` of config/config.yaml, with
 their parameters). The corpus is the synthetic sample world's product documents of one domain
 (x1: 300 products, x10: 3000); queries are stand-in PQB queries
-(``personalir.retrieval.toy_queries``), the same set at both scales. Index time includes
+(``tests.fixtures.queries``), the same set at both scales. Index time includes
 loading the model (it happens in ``index``); rerankers rank ``--rerank-queries`` queries.
 Prints a table; ``--json`` writes the numbers.
 
@@ -23,14 +23,16 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO))  # the tests package: stand-in queries
 
 from personalir.common.config import validate_config  # noqa: E402
 from personalir.retrieval.base import QueryText, RetrieverSpec, RunSettings  # noqa: E402
 from personalir.retrieval.corpus import Corpus, load_corpus  # noqa: E402
 from personalir.retrieval.rerank import select_pairs  # noqa: E402
 from personalir.retrieval.runio import run_from_ranking  # noqa: E402
-from personalir.retrieval.toy_queries import toy_benchmark_from_products  # noqa: E402
+from tests.fixtures.queries import toy_benchmark_from_products  # noqa: E402
 
 CONFIG = validate_config({})["retrieval"]
 

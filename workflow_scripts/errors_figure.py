@@ -3,8 +3,8 @@
 import _bootstrap  # noqa: F401
 from personalir.common.cli import parser, setup_logging
 from personalir.common.io import read_json, write_text
+from personalir.errors.figures import mechanism_figure
 from personalir.errors.profiles import ProfileSet
-from personalir.errors.report import mechanism_figure
 
 
 def main() -> None:

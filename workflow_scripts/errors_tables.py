@@ -6,7 +6,7 @@ import _bootstrap  # noqa: F401
 from personalir.common.cli import parser, setup_logging
 from personalir.common.io import read_json, write_text
 from personalir.errors.profiles import ProfileSet
-from personalir.errors.report import (
+from personalir.errors.tables import (
     mechanisms_latex,
     sampling_frame,
     sampling_latex,

@@ -188,7 +188,7 @@ def _queries(small_world, root, syn, cfg, model_dir, tag):
 @pytest.fixture(scope="module")
 def run(small_world, tmp_path_factory):
     from personalir.queries.seeds import load_seeds
-    from tests.unit.test_queries_lm import build_tiny_qwen2
+    from tests.fixtures.models import build_tiny_qwen2
 
     cfg = validate_config({})
     root = tmp_path_factory.mktemp("queries")

@@ -17,7 +17,7 @@ from personalir.retrieval.base import QueryText
 from personalir.retrieval.corpus import load_corpus
 from personalir.retrieval.lexical import BM25Retriever
 from personalir.retrieval.runio import write_run
-from personalir.retrieval.toy_queries import toy_benchmark_from_products
+from tests.fixtures.queries import toy_benchmark_from_products
 
 from .workflow import copy_workflow, snakemake
 

@@ -12,7 +12,7 @@ import re
 import pandas as pd
 import pytest
 
-from personalir.ttp.tiny import build_tiny_causal_lm
+from tests.fixtures.models import build_tiny_causal_lm
 
 from .workflow import copy_workflow, snakemake
 

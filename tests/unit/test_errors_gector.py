@@ -1,9 +1,10 @@
 """The real GECToR code path (public `gector` package) on a tiny randomly initialised model.
 
-The test builds a 1-layer BERT with a 20-word WordPiece vocabulary, wraps it in gector's
-GECToR with a 5-label tag set, fixes the output layers so that every word gets one known tag,
-saves it like a Hugging Face checkpoint and runs the backend on it: loading, tokenisation,
-iterative decoding and detokenisation are the production code.
+The fixture (``tests.fixtures.models.save_tiny_gector``) builds a 1-layer BERT with a 20-word
+WordPiece vocabulary, wraps it in gector's GECToR with a 5-label tag set, fixes the output
+layers so that every word gets one known tag and saves it like a Hugging Face checkpoint; the
+test runs the backend on it: loading, tokenisation, iterative decoding and detokenisation are
+the production code.
 """
 
 from __future__ import annotations
@@ -13,85 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 gector = pytest.importorskip("gector")
 
-WORDS = [
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "[MASK]",
-    "$START",
-    "this",
-    "is",
-    "a",
-    "test",
-    ".",
-    "the",
-    "guitar",
-    "sounds",
-    "good",
-    "very",
-    "do",
-    "n't",
-    "like",
-    "it",
-]
-
-
-def _tiny_checkpoint(root, tag: str):
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from tokenizers.processors import TemplateProcessing
-    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
-
-    vocab = {w: i for i, w in enumerate(WORDS)}
-    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.post_processor = TemplateProcessing(
-        single="[CLS] $A [SEP]",
-        pair="[CLS] $A [SEP] $B [SEP]",
-        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
-    )
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-    )
-    base = root / "base"
-    fast.save_pretrained(base)
-    torch.manual_seed(0)
-    BertModel(
-        BertConfig(
-            vocab_size=len(vocab),
-            hidden_size=16,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            intermediate_size=32,
-            max_position_embeddings=64,
-        )
-    ).save_pretrained(base)
-    labels = ["<OOV>", "$KEEP", "$DELETE", "$TRANSFORM_CASE_CAPITAL", "$APPEND_very", "<PAD>"]
-    label2id = {lab: i for i, lab in enumerate(labels)}
-    cfg = gector.GECToRConfig(
-        model_id=str(base),
-        label2id=label2id,
-        id2label={i: lab for lab, i in label2id.items()},
-        has_add_pooling_layer=True,
-    )
-    model = gector.GECToR(cfg)
-    with torch.no_grad():
-        model.label_proj_layer.weight.zero_()
-        model.label_proj_layer.bias.zero_()
-        model.label_proj_layer.bias[label2id[tag]] = 6.0
-        model.d_proj_layer.weight.zero_()
-        model.d_proj_layer.bias.copy_(torch.tensor([0.0, 6.0]))  # every word "incorrect"
-    out = root / "gector"
-    model.save_pretrained(out)
-    fast.save_pretrained(out)
-    verb = root / "verb-form-vocab.txt"
-    verb.write_text("sound_sounds:VB_VBZ\nsounds_sound:VBZ_VB\n")
-    return out, verb
+from tests.fixtures.models import save_tiny_gector  # noqa: E402
 
 
 def _params(model, verb, **kw):
@@ -116,7 +39,7 @@ def _params(model, verb, **kw):
 def test_gector_backend_capitalises(tmp_path):
     from personalir.errors.gec import GectorBackend
 
-    model, verb = _tiny_checkpoint(tmp_path, "$TRANSFORM_CASE_CAPITAL")
+    model, verb = save_tiny_gector(tmp_path, "$TRANSFORM_CASE_CAPITAL")
     b = GectorBackend(_params(model, verb))
     out = b.correct(["this is a test.", "I don't like it.", ""])
     # spaCy splits "don't" into do + n't; the detokeniser glues them back
@@ -129,7 +52,7 @@ def test_gector_backend_capitalises(tmp_path):
 def test_gector_iterations_are_applied(tmp_path):
     from personalir.errors.gec import GectorBackend
 
-    model, verb = _tiny_checkpoint(tmp_path, "$APPEND_very")
+    model, verb = save_tiny_gector(tmp_path, "$APPEND_very")
     counts = []
     for n in (1, 2):
         out = GectorBackend(_params(model, verb, n_iterations=n)).correct(["the guitar"])[0]

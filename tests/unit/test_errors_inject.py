@@ -16,6 +16,7 @@ from personalir.errors.inject import (
 from personalir.errors.lexicon import HOMOPHONES, WORD, Lexicon
 from personalir.errors.mechanisms import classify
 from personalir.errors.profiles import ProfileParams, build_profiles
+from tests.fixtures.edit_tables import edit_columns, word_columns
 
 QUERIES = [
     ("Fender electric guitar with a maple neck and their gig bag", ["Fender", "maple"]),
@@ -29,19 +30,7 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def profiles():
-    cols = [
-        "user_id",
-        "position",
-        "char_level",
-        "mechanism",
-        "pos",
-        "dep",
-        "head_pos",
-        "head_dep",
-        "written_word",
-        "correct_word",
-        "errant_type",
-    ]
+    cols = edit_columns()
     rows = [
         ("swapper", i, True, "swap", "NOUN", "", "", "", "gutiar", "guitar", "R:SPELL")
         for i in range(6)
@@ -59,7 +48,7 @@ def profiles():
             for p in ("NOUN", "ADJ", "PRON", "VERB")
             for _ in range(20)
         ],
-        columns=["user_id", "position", "word", "pos", "dep", "head_pos", "head_dep"],
+        columns=word_columns(),
     )
     return build_profiles(
         edits, words, ["swapper", "typist", "clean"], ProfileParams(0.1, 2.0, 50.0, ("pos",))

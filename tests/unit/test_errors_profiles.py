@@ -19,24 +19,13 @@ from personalir.errors.profiles import (
     build_profiles,
     jensen_shannon,
 )
+from tests.fixtures.edit_tables import edit_columns, word_columns
 
 PARAMS = ProfileParams(alpha=0.5, kappa=2.0, kappa_words=10.0, context_fields=("pos",))
 
 
 def _edits(rows):
-    cols = [
-        "user_id",
-        "position",
-        "char_level",
-        "mechanism",
-        "pos",
-        "dep",
-        "head_pos",
-        "head_dep",
-        "written_word",
-        "correct_word",
-        "errant_type",
-    ]
+    cols = edit_columns()
     return pd.DataFrame([dict(zip(cols, r, strict=True)) for r in rows], columns=cols)
 
 
@@ -56,7 +45,7 @@ def profiles():
         + [("a", 1, "w", "VERB", "", "", "")] * 4
         + [("b", 0, "w", "NOUN", "", "", "")] * 10
         + [("c", 0, "w", "NOUN", "", "", "")] * 10,
-        columns=["user_id", "position", "word", "pos", "dep", "head_pos", "head_dep"],
+        columns=word_columns(),
     )
     return build_profiles(
         edits, words, ["a", "b", "c"], PARAMS, n_sentences={"a": 3, "b": 1, "c": 1}

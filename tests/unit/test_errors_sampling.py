@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from personalir.errors.figures import mechanism_figure
 from personalir.errors.inject import Injector, ProfilePolicy
 from personalir.errors.profiles import ProfileParams, build_profiles
 from personalir.errors.recovery import check_recovery, habit_recovery
-from personalir.errors.report import mechanism_figure, sampling_frame, sampling_latex
 from personalir.errors.sampling import (
     SAMPLER_ORDER,
     SAMPLERS,
@@ -20,6 +20,8 @@ from personalir.errors.sampling import (
     edit_log_likelihoods,
     evaluate_sampling,
 )
+from personalir.errors.tables import sampling_frame, sampling_latex
+from tests.fixtures.edit_tables import edit_columns, word_columns
 
 HABITS = {
     "u_swap": "swap",
@@ -29,19 +31,6 @@ HABITS = {
     "u_ins": "insertion",
     "u_mix": None,
 }
-COLS = [
-    "user_id",
-    "position",
-    "char_level",
-    "mechanism",
-    "pos",
-    "dep",
-    "head_pos",
-    "head_dep",
-    "written_word",
-    "correct_word",
-    "errant_type",
-]
 
 
 def _world(n_edits=12):
@@ -50,10 +39,10 @@ def _world(n_edits=12):
         for i in range(n_edits):
             mech = m or ["swap", "keyboard", "deletion"][i % 3]
             rows.append((u, i, True, mech, "NOUN", "", "", "", f"x{i}", f"w{i}", "R:SPELL"))
-    edits = pd.DataFrame(rows, columns=COLS)
+    edits = pd.DataFrame(rows, columns=edit_columns())
     words = pd.DataFrame(
         [(u, i, "w", "NOUN", "", "", "") for u in HABITS for i in range(24) for _ in range(5)],
-        columns=["user_id", "position", "word", "pos", "dep", "head_pos", "head_dep"],
+        columns=word_columns(),
     )
     return build_profiles(edits, words, sorted(HABITS), ProfileParams(0.1, 2.0, 50.0, ("pos",)))
 

@@ -14,43 +14,7 @@ from personalir.common.causal_lm import load_causal_lm  # noqa: E402
 from personalir.common.models import ModelNotAvailableError, resolve_model  # noqa: E402
 from personalir.queries import lm  # noqa: E402
 from personalir.queries.seeds import load_seeds  # noqa: E402
-
-CHATML = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
-    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-
-
-def build_tiny_qwen2(path, texts):
-    """A byte-level BPE tokenizer trained on ``texts`` (ChatML specials) and a 2-layer Qwen2,
-    saved to ``path`` in the hub layout the Qwen2.5 checkpoints use."""
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    bpe = ByteLevelBPETokenizer()
-    bpe.train_from_iterator(list(texts), vocab_size=800, min_frequency=1, special_tokens=specials)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=bpe._tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>"
-    )
-    fast.add_special_tokens({"additional_special_tokens": specials})
-    fast.chat_template = CHATML
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(
-        Qwen2Config(
-            vocab_size=len(fast),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=512,
-            tie_word_embeddings=True,
-        )
-    )
-    model.save_pretrained(path)
-    fast.save_pretrained(path)
-    return path
+from tests.fixtures.models import build_tiny_qwen2  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import pytest
 from personalir.retrieval.base import QueryText
 from personalir.retrieval.corpus import load_corpus
 from personalir.retrieval.lexical import BM25Retriever
-from personalir.retrieval.toy_queries import toy_benchmark_from_products
+from tests.fixtures.queries import toy_benchmark_from_products
 
 pytest.importorskip("pyserini")
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="no Java runtime")

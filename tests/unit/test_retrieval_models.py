@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from personalir.retrieval import tiny_models as tm
 from personalir.retrieval.base import QueryText, RunSettings, load_builtin_retrievers
 from personalir.retrieval.corpus import corpus_from_texts
 from personalir.retrieval.torchutil import maxsim_scores
+from tests.fixtures import models as tm
 
 TEXTS = [
     "Lunar Labs controller charging station, midnight black. Charge two controllers.",

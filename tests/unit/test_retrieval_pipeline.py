@@ -22,7 +22,7 @@ from personalir.retrieval.pipeline import evaluate_runs, import_run, prepare_que
 from personalir.retrieval.runio import RunFormatError
 from personalir.retrieval.summary import SummarySettings, read_summary, significance, summarize
 from personalir.retrieval.tables import write_tables
-from personalir.retrieval.toy_queries import toy_benchmark_from_products
+from tests.fixtures.queries import toy_benchmark_from_products
 
 OVERLAP = "personalir.retrieval.examples:TermOverlapRetriever"
 

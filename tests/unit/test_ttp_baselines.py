@@ -124,7 +124,7 @@ def test_decoupled_uses_the_ttp_rewrites_and_refuses_missing_ones(ctx):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     from personalir.ttp.model import BackboneConfig, prepare_backbone, save_backbone
-    from personalir.ttp.tiny import build_tiny_causal_lm
+    from tests.fixtures.models import build_tiny_causal_lm
 
     root = tmp_path_factory.mktemp("tiny_baselines")
     src = build_tiny_causal_lm(root / "src")

@@ -183,7 +183,7 @@ def test_openai_teacher_unreachable_endpoint_raises():
 
 def test_hf_local_teacher_samples_k_candidates(tmp_path):
     from personalir.ttp.teacher import HFLocalTeacher
-    from personalir.ttp.tiny import build_tiny_causal_lm
+    from tests.fixtures.models import build_tiny_causal_lm
 
     folder = build_tiny_causal_lm(tmp_path / "tiny", architecture="llama")
     teacher = HFLocalTeacher(model=str(folder), max_new_tokens=6, batch_size=2, seed=5)

@@ -35,7 +35,7 @@ from personalir.ttp.sft import (
     latest_checkpoint,
     train,
 )
-from personalir.ttp.tiny import build_tiny_causal_lm
+from tests.fixtures.models import build_tiny_causal_lm
 
 
 @pytest.fixture(scope="module")
