@@ -10,8 +10,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "src" / "personalir"
 
 # The data flow of the pipeline, earliest first. A stage may import a stage of a lower rank or
@@ -146,12 +144,6 @@ def test_every_stage_imports_only_earlier_stages():
     assert not bad, "a stage imports a later (or independent) stage:\n" + "\n".join(bad)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="compute modules still import tables/figures/latex until the splits of "
-    "errors/report.py, queries/stage.py, syntax/stage.py and ttp/stage.py (one module per "
-    "rule step) land",
-)
 def test_compute_modules_never_import_presentation_modules():
     """Tables, figures, LaTeX and the report read results; nothing computes through them."""
     bad = _violations(
