@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from personalir.common.domains import display_label
 from personalir.errors.labels import MECHANISM_LABELS
 from personalir.errors.mechanisms import MECHANISM_NAMES
 from personalir.errors.profiles import ProfileSet
@@ -69,7 +70,7 @@ def mechanism_figure(
         ax.set_xticks(range(len(MECHANISM_NAMES)))
         ax.set_xticklabels([MECHANISM_LABELS[m] for m in MECHANISM_NAMES], fontsize=8)
         ax.set_ylabel("P(mechanism)", fontsize=8)
-        ax.set_title(domain.replace("_", " "), fontsize=9)
+        ax.set_title(display_label(domain), fontsize=9)
         ax.legend(fontsize=6, ncol=3, frameon=False, loc="upper right")
         ax.tick_params(axis="y", labelsize=7)
     fig.suptitle(f"Error mechanisms of individual users vs the domain ({label})", fontsize=9)

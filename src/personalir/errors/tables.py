@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from personalir.common.domains import display_label
 from personalir.common.latex import dataframe_to_latex
 from personalir.errors.labels import MECHANISM_LABELS, SAMPLER_LABELS
 from personalir.errors.mechanisms import MECHANISM_NAMES
@@ -51,7 +52,7 @@ def sampling_latex(df: pd.DataFrame, *, label: str, info: dict) -> str:
             pos = len(rows)
             rows.append(
                 {
-                    "Domain": domain.replace("_", " "),
+                    "Domain": display_label(domain),
                     "Sampler": SAMPLER_LABELS.get(r["sampler"], r["sampler"]),
                     "Top-1 (%)": f"{100 * r['top1']:.2f}",
                     "MRR": f"{r['mrr']:.4f}",
@@ -110,7 +111,7 @@ def statistics_frame(reports: dict[str, dict], profiles: dict[str, ProfileSet]) 
 def statistics_latex(df: pd.DataFrame, *, label: str, backends: list[str]) -> str:
     table = pd.DataFrame(
         {
-            "Domain": df["domain"].str.replace("_", " "),
+            "Domain": df["domain"].map(display_label),
             "Sentences": df["sentences"].astype(int),
             "Corrected": df["sentences_corrected"].astype(int),
             "Edits / 1k words": df["edits_per_1000_words"].astype(float),
@@ -128,7 +129,7 @@ def statistics_latex(df: pd.DataFrame, *, label: str, backends: list[str]) -> st
 
 
 def mechanisms_latex(df: pd.DataFrame, *, label: str) -> str:
-    table = pd.DataFrame({"Domain": df["domain"].str.replace("_", " ")})
+    table = pd.DataFrame({"Domain": df["domain"].map(display_label)})
     for m in MECHANISM_NAMES:
         table[MECHANISM_LABELS[m]] = 100 * df[f"share_{m}"].astype(float)
     caption = (

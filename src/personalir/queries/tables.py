@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from personalir.common.domains import display_label
 from personalir.common.io import atomic_path, read_json, write_text
 from personalir.common.latex import dataframe_to_latex
 from personalir.queries.benchmark_format import read_benchmark
@@ -39,7 +40,7 @@ def datasheet_frame(domains, benchmarks, syntax_profiles, syntax_embeddings) -> 
         err = [r for r in recs if r["kind"] == "writing_error" and r["role"] == "error"]
         rows.append(
             {
-                "Domain": d.replace("_", " "),
+                "Domain": display_label(d),
                 "Products": len({r["product"] for r in recs}),
                 "Syntactic": len(syn),
                 "Writing-error": len(err),
@@ -59,7 +60,7 @@ def filter_frame(domains, filter_reports) -> pd.DataFrame:
     for d, path in zip(domains, filter_reports, strict=True):
         rep = read_json(path)
         for backend, c in sorted(rep["by_backend"].items()):
-            row = {"Domain": d.replace("_", " "), "Backend": backend, "Generated": c["generated"]}
+            row = {"Domain": display_label(d), "Backend": backend, "Generated": c["generated"]}
             for name in rep["filters"]:
                 key = "removed_" + name.split(" ")[0]
                 if name.endswith("(at selection)"):
@@ -80,7 +81,7 @@ def identifiability_frame(domains, select_reports) -> pd.DataFrame:
         ident = rep["identifiability"]
         rows.append(
             {
-                "Domain": d.replace("_", " "),
+                "Domain": display_label(d),
                 "Syntactic pairs": rep["syntactic_pairs"],
                 "Both own (profile)": ident.get("loglik_both", float("nan")),
                 "Assignment (profile)": ident.get("loglik_assignment", float("nan")),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from personalir.common.domains import display_label
 from personalir.common.latex import dataframe_to_latex
 
 # Column name -> (stage report, key). Later stages append their own entries.
@@ -21,7 +22,7 @@ def statistics_frame(per_domain: dict[str, dict[str, dict]]) -> pd.DataFrame:
     """``per_domain[domain][report_name]`` -> one row per domain plus an all-domains total."""
     rows = []
     for domain, reports in per_domain.items():
-        row = {"Domain": domain.replace("_", " ")}
+        row = {"Domain": display_label(domain)}
         for column, (report, key) in DATA_COLUMNS.items():
             row[column] = int(reports[report][key])
         quarantined = sum(

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from personalir.common.domains import display_label
 from personalir.common.io import atomic_path
 from personalir.retrieval.metrics import MetricSettings
 from personalir.retrieval.summary import AVERAGE
@@ -94,7 +95,7 @@ def flip_by_depth(summary, names, domains, metrics: MetricSettings, path: str) -
         ax.set_xscale("log")
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
-        ax.set_title(domain.replace("_", " "))
+        ax.set_title(display_label(domain))
         ax.set_xlabel("K")
     axes[0].set_ylabel("Flip@K (lower is more robust)")
     _legend(fig, axes)
@@ -125,7 +126,7 @@ def deg_ci(summary, names, domains, metrics: MetricSettings, path: str) -> None:
             )
         ax.axhline(0, color="black", linewidth=0.5)
         ax.set_xticks(x, [str(k) for k in ks])
-        ax.set_title(domain.replace("_", " "))
+        ax.set_title(display_label(domain))
         ax.set_xlabel("K")
     axes[0].set_ylabel("Deg@K (lower is more robust)")
     _legend(fig, axes)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from personalir.common.domains import display_label
 from personalir.common.io import write_text
 from personalir.common.latex import dataframe_to_latex
 from personalir.retrieval.metrics import MetricSettings
@@ -136,7 +137,7 @@ def to_latex(
         if rows:
             starts.append(len(rows))
         rows.append(
-            {"Retriever": domain.replace("_", " "), "Family": ""}
+            {"Retriever": display_label(domain), "Family": ""}
             | dict.fromkeys(counts, "")
             | dict.fromkeys(metrics, "")
         )
