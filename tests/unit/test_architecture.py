@@ -168,3 +168,14 @@ def test_no_library_module_over_600_lines():
         and (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     )
     assert not long, "split these modules (one module per rule step or topic):\n" + "\n".join(long)
+
+
+def test_architecture_doc_rule_table_is_current():
+    import subprocess
+    import sys
+
+    script = PACKAGE_DIR.parents[1] / "scripts" / "architecture.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
