@@ -69,10 +69,28 @@ class RetrievalContext:
 
 
 class PersonalRetriever:
+    """A TTP method. Besides ``rank``, a subclass states what its run needs (read by
+    :mod:`personalir.ttp.workflow` to build the ``ttp_run`` job, so no rule names a method):
+
+    ``label``           its row in the Table 4 layout (rows follow ``ttp.methods``)
+    ``uses_history``    whether it reads the selected history (the acceptance check groups by it)
+    ``model_roles``     the :attr:`RetrievalContext.models` roles it loads: ``dense``,
+                        ``history_aware`` (the fine-tuned bi-encoder folders when
+                        ``ttp.dense.fine_tune``), ``generator`` (HyDE's LLM), ``ttp_backbone``,
+                        ``ttp_adapter`` (the SFT LoRA adapter)
+    ``config_keys``     the ``ttp`` sections its parameters come from (a change re-runs it)
+    ``needs_rewrites``  whether it reads the TTP run's rewrites (``runs/ttp.info.json``)
+    ``generates_text``  whether it generates with a causal LM (its job takes SFT's threads)
+    """
+
     name: ClassVar[str] = "personal"
     label: ClassVar[str] = "Personal"
     uses_history: ClassVar[bool] = False
     default_params: ClassVar[dict[str, Any]] = {}
+    model_roles: ClassVar[tuple[str, ...]] = ()
+    config_keys: ClassVar[tuple[str, ...]] = ()
+    needs_rewrites: ClassVar[bool] = False
+    generates_text: ClassVar[bool] = False
 
     def __init__(self, context: RetrievalContext, params: Mapping[str, Any] | None = None):
         unknown = sorted(set(params or {}) - set(self.default_params))
@@ -86,7 +104,19 @@ class PersonalRetriever:
         raise NotImplementedError
 
 
-PERSONAL_RETRIEVERS: Registry[type[PersonalRetriever]] = Registry("personalised retriever")
+PERSONAL_RETRIEVERS: Registry[type[PersonalRetriever]] = Registry(
+    "personalised retriever",
+    required=(
+        "label",
+        "uses_history",
+        "model_roles",
+        "config_keys",
+        "needs_rewrites",
+        "generates_text",
+    ),
+    package="personalir.ttp",
+    symbol="PERSONAL_RETRIEVERS",
+)
 
 
 def _stage_retriever(kind: str, model: str | None, ctx: RetrievalContext):
@@ -120,6 +150,7 @@ class BM25(PersonalRetriever):
 @PERSONAL_RETRIEVERS.register("dense")
 class DenseQueryOnly(PersonalRetriever):
     name, label = "dense", "Dense (query only)"
+    model_roles = ("dense",)
 
     def rank(self, examples):
         r = _stage_retriever("dense", self.ctx.models["dense"], self.ctx)
@@ -134,6 +165,7 @@ def history_aware_text(query: str, history_texts: Sequence[str]) -> str:
 @PERSONAL_RETRIEVERS.register("history_aware")
 class HistoryAware(PersonalRetriever):
     name, label, uses_history = "history_aware", "History-Aware", True
+    model_roles = ("history_aware",)
 
     def rank(self, examples):
         r = _stage_retriever("dense", self.ctx.models["history_aware"], self.ctx)
@@ -172,6 +204,7 @@ def _normalise(x: np.ndarray) -> np.ndarray:
 class PersonalPRF(PersonalRetriever):
     name, label, uses_history = "p_prf", "P-PRF", True
     default_params = {"beta": 0.5}
+    model_roles, config_keys = ("dense",), ("p_prf",)
 
     def rank(self, examples):
         enc = _st_encoder(self.ctx.models["dense"])
@@ -200,6 +233,7 @@ HYDE_PROMPT = (
 class HyDE(PersonalRetriever):
     name, label = "hyde", "HyDE"
     default_params = {"max_new_tokens": 24, "batch_size": 16}
+    model_roles, config_keys, generates_text = ("dense", "generator"), ("hyde",), True
 
     def generate(self, queries: Sequence[str]) -> list[str]:
         import torch
@@ -258,6 +292,7 @@ class HyDE(PersonalRetriever):
 @PERSONAL_RETRIEVERS.register("decoupled")
 class DecoupledStage(PersonalRetriever):
     name, label, uses_history = "decoupled", "Decoupled-Stage", True
+    model_roles, needs_rewrites = ("dense",), True
 
     def rank(self, examples):
         missing = [ex.example_id for ex in examples if ex.example_id not in self.ctx.rewrites]
@@ -275,6 +310,8 @@ class TTPRetriever(PersonalRetriever):
     """The TTP model: generate a rewrite, embed at ``<emb>``, exact search (see module doc)."""
 
     name, label, uses_history = "ttp", "TTP (SFT)", True
+    model_roles, config_keys = ("ttp_backbone", "ttp_adapter"), ("inference", "sft")
+    generates_text = True
     default_params = {
         "max_new_tokens": 24,
         "batch_size": 16,
