@@ -163,7 +163,7 @@ METRICS: Registry[type[Metric]] = Registry(
 _NAME = re.compile(r"^(?P<family>[A-Za-z]+)@(?P<k>\d+)$")
 
 
-def _pairs(frame: pd.DataFrame, kind: str, value: str) -> pd.DataFrame:
+def query_pairs(frame: pd.DataFrame, kind: str, value: str) -> pd.DataFrame:
     """Pairs of ``kind`` with both roles evaluated: columns product, pair_id, <role values>."""
     first, second = {"syntactic": ("a", "b"), "writing_error": ("clean", "error")}[kind]
     sub = frame.loc[frame["kind"] == kind, ["product", "pair_id", "role", value]]
@@ -174,7 +174,8 @@ def _pairs(frame: pd.DataFrame, kind: str, value: str) -> pd.DataFrame:
     return pairs.sort_values(["product", "pair_id"], kind="stable").reset_index(drop=True)
 
 
-def _empty_units() -> pd.DataFrame:
+def empty_units() -> pd.DataFrame:
+    """The units of a metric with nothing to average (its value is NaN)."""
     return pd.DataFrame({"product": pd.Series(dtype=str), "num": [], "den": []})
 
 
@@ -184,13 +185,13 @@ class FlipAtK(Metric):
     label, order, cutoff_key, table = "Flip", 10, "flip_k", "flip_rrstd"
 
     def items(self, frame: pd.DataFrame) -> int:
-        return len(_pairs(frame, "syntactic", "rr"))
+        return len(query_pairs(frame, "syntactic", "rr"))
 
     def units(self, frame: pd.DataFrame) -> pd.DataFrame:
         k = self.params["k"]
-        pairs = _pairs(frame, "syntactic", f"hit@{k}")
+        pairs = query_pairs(frame, "syntactic", f"hit@{k}")
         if pairs.empty:
-            return _empty_units()
+            return empty_units()
         pairs["flip"] = (pairs["a"] - pairs["b"]).abs()
         out = pairs.groupby("product", sort=True)["flip"].mean().rename("num").reset_index()
         out["den"] = 1.0
@@ -214,16 +215,16 @@ class RRStd(Metric):
         stats.columns = ["count", "std"]
         stats = stats[stats["count"] >= 2]
         if stats.empty:
-            return _empty_units()
+            return empty_units()
         return pd.DataFrame(
             {"product": stats.index.to_numpy(), "num": stats["std"].to_numpy(), "den": 1.0}
         )
 
 
 def _degradation_units(frame: pd.DataFrame, value: str) -> pd.DataFrame:
-    pairs = _pairs(frame, "writing_error", value)
+    pairs = query_pairs(frame, "writing_error", value)
     if pairs.empty:
-        return _empty_units()
+        return empty_units()
     pairs["d"] = pairs["clean"] - pairs["error"]
     out = pairs.groupby("product", sort=True)["d"].agg(["sum", "count"]).reset_index()
     return out.rename(columns={"sum": "num", "count": "den"}).astype({"den": float})
@@ -235,7 +236,7 @@ class DegAtK(Metric):
     label, order, cutoff_key, table = "Deg", 30, "deg_k", "degradation"
 
     def items(self, frame: pd.DataFrame) -> int:
-        return len(_pairs(frame, "writing_error", "rr"))
+        return len(query_pairs(frame, "writing_error", "rr"))
 
     def units(self, frame: pd.DataFrame) -> pd.DataFrame:
         return _degradation_units(frame, f"hit@{self.params['k']}")
@@ -247,7 +248,7 @@ class MRRDeg(Metric):
     label, order, cutoff_key, table = "MRRdeg", 40, "rr_depth", "degradation"
 
     def items(self, frame: pd.DataFrame) -> int:
-        return len(_pairs(frame, "writing_error", "rr"))
+        return len(query_pairs(frame, "writing_error", "rr"))
 
     def units(self, frame: pd.DataFrame) -> pd.DataFrame:
         return _degradation_units(frame, "rr")
