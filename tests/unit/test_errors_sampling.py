@@ -13,15 +13,17 @@ from personalir.errors.inject import Injector, ProfilePolicy
 from personalir.errors.profiles import ProfileParams, build_profiles
 from personalir.errors.recovery import check_recovery, habit_recovery
 from personalir.errors.sampling import (
-    SAMPLER_ORDER,
     SAMPLERS,
     _expected_rank_metrics,
     derangement,
     edit_log_likelihoods,
     evaluate_sampling,
+    sampler_order,
 )
 from personalir.errors.tables import sampling_frame, sampling_latex
 from tests.fixtures.edit_tables import edit_columns, word_columns
+
+SAMPLER_ORDER = ["global", "uniform", "character_random", "wrong_user", "personalised"]
 
 HABITS = {
     "u_swap": "swap",
@@ -56,6 +58,8 @@ TEXTS = [
 
 
 def test_registry_and_derangement():
+    # Table order: the baselines first, the personalised sampler last.
+    assert sampler_order() == SAMPLER_ORDER
     assert SAMPLERS.names() == sorted(SAMPLER_ORDER)
     d = derangement([f"u{i}" for i in range(9)], seed=3)
     assert sorted(d) == sorted(d.values()) and all(k != v for k, v in d.items())

@@ -41,7 +41,41 @@ def load_schema(schema_dir: str | Path = SCHEMA_DIR) -> dict:
                 raise ConfigError(f"schema key {key!r} is defined twice ({path.name})")
             merged["properties"][key] = value
     merged["additionalProperties"] = False
+    resolve_registry_enums(merged)
     return merged
+
+
+#: Schema keyword naming the registry (``module:ATTRIBUTE``) whose names a string may take.
+REGISTRY_KEYWORD = "x-registry"
+
+
+def resolve_registry_enums(schema: Any) -> Any:
+    """Set ``enum`` of every ``x-registry`` node to that registry's names, in place.
+
+    A plug-in's name is then valid in the config as soon as its module exists: adding one
+    touches no schema file. The registries import no model library, so this stays cheap.
+    """
+    if isinstance(schema, dict):
+        if REGISTRY_KEYWORD in schema:
+            schema["enum"] = registry_names(schema[REGISTRY_KEYWORD])
+        for value in schema.values():
+            resolve_registry_enums(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            resolve_registry_enums(value)
+    return schema
+
+
+def registry_names(path: str) -> list[str]:
+    """Names registered in the registry at ``module:ATTRIBUTE``."""
+    import importlib
+
+    module, _, attribute = path.partition(":")
+    try:
+        registry = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"schema {REGISTRY_KEYWORD} {path!r}: {exc}") from exc
+    return registry.names()
 
 
 def fill_defaults(config: dict, schema: dict) -> dict:

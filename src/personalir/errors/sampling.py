@@ -34,6 +34,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -51,9 +52,12 @@ from personalir.errors.inject import (
 from personalir.errors.mechanisms import classify
 from personalir.errors.profiles import ProfileParams, ProfileSet, build_profiles
 
-SAMPLERS: Registry[type[Sampler]] = Registry("error sampler")
-#: Order of rows in the tables (baselines first).
-SAMPLER_ORDER = ("global", "uniform", "character_random", "wrong_user", "personalised")
+SAMPLERS: Registry[type[Sampler]] = Registry(
+    "error sampler",
+    required=("label", "order"),
+    package="personalir.errors",
+    symbol="SAMPLERS",
+)
 
 
 @dataclass
@@ -63,7 +67,14 @@ class SamplingContext:
 
 
 class Sampler(ABC):
-    name: str
+    """A policy per user. Subclasses set ``name`` (the registered name), ``label`` (its row
+    in the tables) and ``order`` (rows sorted by it: baselines first, then personalised)."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    order: ClassVar[int]
+    #: Keys of ``errors.sampling`` the sampler reads itself (the evaluation reads the rest).
+    config_keys: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def policy(self, user_id: str, ctx: SamplingContext) -> Policy: ...
@@ -71,7 +82,7 @@ class Sampler(ABC):
 
 @SAMPLERS.register("global")
 class GlobalSampler(Sampler):
-    name = "global"
+    name, label, order = "global", "Global", 10
 
     def policy(self, user_id, ctx):
         return ProfilePolicy(ctx.profiles.global_profile, "global")
@@ -79,7 +90,7 @@ class GlobalSampler(Sampler):
 
 @SAMPLERS.register("uniform")
 class UniformSampler(Sampler):
-    name = "uniform"
+    name, label, order = "uniform", "Uniform", 20
 
     def policy(self, user_id, ctx):
         return UniformPolicy()
@@ -87,7 +98,7 @@ class UniformSampler(Sampler):
 
 @SAMPLERS.register("character_random")
 class CharacterRandomSampler(Sampler):
-    name = "character_random"
+    name, label, order = "character_random", "Character-random", 30
 
     def policy(self, user_id, ctx):
         return CharacterRandomPolicy()
@@ -95,7 +106,7 @@ class CharacterRandomSampler(Sampler):
 
 @SAMPLERS.register("wrong_user")
 class WrongUserSampler(Sampler):
-    name = "wrong_user"
+    name, label, order = "wrong_user", "Wrong user", 40
 
     def policy(self, user_id, ctx):
         return ProfilePolicy(ctx.profiles[ctx.partner[user_id]], "wrong_user")
@@ -103,10 +114,15 @@ class WrongUserSampler(Sampler):
 
 @SAMPLERS.register("personalised")
 class PersonalisedSampler(Sampler):
-    name = "personalised"
+    name, label, order = "personalised", "Personalised", 50
 
     def policy(self, user_id, ctx):
         return ProfilePolicy(ctx.profiles[user_id], "personalised")
+
+
+def sampler_order() -> list[str]:
+    """Every registered sampler in table order (baselines first)."""
+    return SAMPLERS.ordered()
 
 
 def derangement(users: Sequence[str], seed: int) -> dict[str, str]:

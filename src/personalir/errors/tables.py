@@ -12,10 +12,10 @@ import pandas as pd
 
 from personalir.common.domains import display_label
 from personalir.common.latex import dataframe_to_latex
-from personalir.errors.labels import MECHANISM_LABELS, SAMPLER_LABELS
+from personalir.errors.labels import MECHANISM_LABELS
 from personalir.errors.mechanisms import MECHANISM_NAMES
 from personalir.errors.profiles import ProfileSet
-from personalir.errors.sampling import SAMPLER_ORDER
+from personalir.errors.sampling import SAMPLERS, sampler_order
 
 AVERAGE = "Average"
 
@@ -23,7 +23,7 @@ AVERAGE = "Average"
 def sampling_frame(per_domain: list[pd.DataFrame]) -> pd.DataFrame:
     """Per-domain rows and, per sampler, the unweighted mean over domains (``Average``)."""
     df = pd.concat(per_domain, ignore_index=True)
-    order = {s: i for i, s in enumerate(SAMPLER_ORDER)}
+    order = {s: i for i, s in enumerate(sampler_order())}
     df = df.sort_values(
         ["domain", "sampler"],
         key=lambda c: c.map(order) if c.name == "sampler" else c,
@@ -53,7 +53,7 @@ def sampling_latex(df: pd.DataFrame, *, label: str, info: dict) -> str:
             rows.append(
                 {
                     "Domain": display_label(domain),
-                    "Sampler": SAMPLER_LABELS.get(r["sampler"], r["sampler"]),
+                    "Sampler": SAMPLERS.attribute(r["sampler"], "label", r["sampler"]),
                     "Top-1 (%)": f"{100 * r['top1']:.2f}",
                     "MRR": f"{r['mrr']:.4f}",
                     "1-query Top-1 (%)": f"{100 * r['single_query_top1']:.2f}",

@@ -10,6 +10,7 @@ depth (>= 200 in the workflow). It is one class registered under a type name::
         def index(self, corpus): ...
         def rank(self, queries, depth): ...   # -> {query_id: [(doc_id, score), ...]}
 
+in a module of this package (found without a list, see :mod:`personalir.common.registry`),
 and one config entry (``retrieval.retrievers.<name>: {type: my_type, model: ..., params: ...}``)
 or, without registering, a class path (``class: "my_package.module:MyRetriever"``).
 
@@ -165,23 +166,19 @@ def merge_params(owner: str, defaults: Mapping[str, Any], given: Mapping[str, An
     return {**defaults, **given}
 
 
-RETRIEVERS: Registry[type[Retriever]] = Registry("retriever type")
-
-# Modules that register the built-in types (imported lazily: they import no model library
-# at module level, so listing the registry stays cheap).
-_BUILTIN_MODULES = (
-    "personalir.retrieval.lexical",
-    "personalir.retrieval.sparse",
-    "personalir.retrieval.dense",
-    "personalir.retrieval.hybrid",
-    "personalir.retrieval.late_interaction",
-    "personalir.retrieval.rerank",
+# Built-in types live in this package's modules that register into RETRIEVERS (found by
+# discovery, see personalir.common.registry); those modules import no model library at module
+# level, so listing the registry stays cheap.
+RETRIEVERS: Registry[type[Retriever]] = Registry(
+    "retriever type",
+    required=("family", "default_params"),
+    package="personalir.retrieval",
+    symbol="RETRIEVERS",
 )
 
 
 def load_builtin_retrievers() -> Registry[type[Retriever]]:
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
+    RETRIEVERS.discover()
     return RETRIEVERS
 
 

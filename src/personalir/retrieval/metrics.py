@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,8 @@ class MetricSettings:
     deg_k: tuple[int, ...] = (1, 5, 10, 20)
     rr_depth: int = 200
     standard: tuple[str, ...] = ("R@1", "R@5", "R@10", "R@20", "RR@200", "nDCG@10")
+    #: Registered PQB metric families computed (``retrieval.metrics.pqb``).
+    pqb: tuple[str, ...] = ("Flip", "RRstd", "Deg", "MRRdeg")
 
     @classmethod
     def from_config(cls, section: Mapping) -> MetricSettings:
@@ -54,19 +57,26 @@ class MetricSettings:
             deg_k=tuple(section.get("deg_k", cls.deg_k)),
             rr_depth=int(section.get("rr_depth", cls.rr_depth)),
             standard=tuple(section.get("standard", cls.standard)),
+            pqb=tuple(section.get("pqb", cls.pqb)),
         )
 
     @property
     def hit_ks(self) -> list[int]:
         return sorted(set(self.flip_k) | set(self.deg_k))
 
-    def pqb_metrics(self) -> list[str]:
-        return (
-            [f"Flip@{k}" for k in self.flip_k]
-            + [f"RRstd@{self.rr_depth}"]
-            + [f"Deg@{k}" for k in self.deg_k]
-            + [f"MRRdeg@{self.rr_depth}"]
-        )
+    def cutoffs(self, family: str) -> list[int]:
+        """The cut-offs of a PQB metric family: the settings field its class names."""
+        value = getattr(self, METRICS.get(family).cutoff_key)
+        return [int(value)] if isinstance(value, int) else [int(k) for k in value]
+
+    def pqb_metrics(self, table: str | None = None) -> list[str]:
+        """``Family@K`` names of the configured PQB metrics in table order (of one table)."""
+        return [
+            f"{family}@{k}"
+            for family in METRICS.ordered(self.pqb)
+            if table is None or METRICS.get(family).table == table
+            for k in self.cutoffs(family)
+        ]
 
     def all_metrics(self) -> list[str]:
         return self.pqb_metrics() + list(self.standard)
@@ -126,6 +136,16 @@ class Metric:
     lower_is_more_robust: bool = True
     params: dict = field(default_factory=dict)
 
+    # Facts a registered PQB metric family carries (checked at registration):
+    #: column header in the tables (``label@K``; the label alone at the RR depth)
+    label: ClassVar[str]
+    #: position in ``pqb_metrics`` and the tables (lower first)
+    order: ClassVar[int]
+    #: the ``retrieval.metrics`` key holding its cut-offs K (``flip_k``, ``deg_k``, ``rr_depth``)
+    cutoff_key: ClassVar[str]
+    #: the table it is printed in (``flip_rrstd``: syntactic pairs, ``degradation``: errors)
+    table: ClassVar[str]
+
     def units(self, frame: pd.DataFrame) -> pd.DataFrame:  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -134,11 +154,16 @@ class Metric:
         raise NotImplementedError
 
 
-METRICS: Registry[type[Metric]] = Registry("metric")
+METRICS: Registry[type[Metric]] = Registry(
+    "metric",
+    required=("label", "order", "cutoff_key", "table"),
+    package="personalir.retrieval",
+    symbol="METRICS",
+)
 _NAME = re.compile(r"^(?P<family>[A-Za-z]+)@(?P<k>\d+)$")
 
 
-def _pairs(frame: pd.DataFrame, kind: str, value: str) -> pd.DataFrame:
+def query_pairs(frame: pd.DataFrame, kind: str, value: str) -> pd.DataFrame:
     """Pairs of ``kind`` with both roles evaluated: columns product, pair_id, <role values>."""
     first, second = {"syntactic": ("a", "b"), "writing_error": ("clean", "error")}[kind]
     sub = frame.loc[frame["kind"] == kind, ["product", "pair_id", "role", value]]
@@ -149,21 +174,24 @@ def _pairs(frame: pd.DataFrame, kind: str, value: str) -> pd.DataFrame:
     return pairs.sort_values(["product", "pair_id"], kind="stable").reset_index(drop=True)
 
 
-def _empty_units() -> pd.DataFrame:
+def empty_units() -> pd.DataFrame:
+    """The units of a metric with nothing to average (its value is NaN)."""
     return pd.DataFrame({"product": pd.Series(dtype=str), "num": [], "den": []})
 
 
 @METRICS.register("Flip")
 @dataclass(frozen=True)
 class FlipAtK(Metric):
+    label, order, cutoff_key, table = "Flip", 10, "flip_k", "flip_rrstd"
+
     def items(self, frame: pd.DataFrame) -> int:
-        return len(_pairs(frame, "syntactic", "rr"))
+        return len(query_pairs(frame, "syntactic", "rr"))
 
     def units(self, frame: pd.DataFrame) -> pd.DataFrame:
         k = self.params["k"]
-        pairs = _pairs(frame, "syntactic", f"hit@{k}")
+        pairs = query_pairs(frame, "syntactic", f"hit@{k}")
         if pairs.empty:
-            return _empty_units()
+            return empty_units()
         pairs["flip"] = (pairs["a"] - pairs["b"]).abs()
         out = pairs.groupby("product", sort=True)["flip"].mean().rename("num").reset_index()
         out["den"] = 1.0
@@ -173,6 +201,8 @@ class FlipAtK(Metric):
 @METRICS.register("RRstd")
 @dataclass(frozen=True)
 class RRStd(Metric):
+    label, order, cutoff_key, table = "RRstd", 20, "rr_depth", "flip_rrstd"
+
     def items(self, frame: pd.DataFrame) -> int:
         distinct = frame.loc[frame["kind"] == "syntactic"].drop_duplicates(DISTINCT_QUERY)
         counts = distinct.groupby("product").size()
@@ -185,16 +215,16 @@ class RRStd(Metric):
         stats.columns = ["count", "std"]
         stats = stats[stats["count"] >= 2]
         if stats.empty:
-            return _empty_units()
+            return empty_units()
         return pd.DataFrame(
             {"product": stats.index.to_numpy(), "num": stats["std"].to_numpy(), "den": 1.0}
         )
 
 
 def _degradation_units(frame: pd.DataFrame, value: str) -> pd.DataFrame:
-    pairs = _pairs(frame, "writing_error", value)
+    pairs = query_pairs(frame, "writing_error", value)
     if pairs.empty:
-        return _empty_units()
+        return empty_units()
     pairs["d"] = pairs["clean"] - pairs["error"]
     out = pairs.groupby("product", sort=True)["d"].agg(["sum", "count"]).reset_index()
     return out.rename(columns={"sum": "num", "count": "den"}).astype({"den": float})
@@ -203,8 +233,10 @@ def _degradation_units(frame: pd.DataFrame, value: str) -> pd.DataFrame:
 @METRICS.register("Deg")
 @dataclass(frozen=True)
 class DegAtK(Metric):
+    label, order, cutoff_key, table = "Deg", 30, "deg_k", "degradation"
+
     def items(self, frame: pd.DataFrame) -> int:
-        return len(_pairs(frame, "writing_error", "rr"))
+        return len(query_pairs(frame, "writing_error", "rr"))
 
     def units(self, frame: pd.DataFrame) -> pd.DataFrame:
         return _degradation_units(frame, f"hit@{self.params['k']}")
@@ -213,8 +245,10 @@ class DegAtK(Metric):
 @METRICS.register("MRRdeg")
 @dataclass(frozen=True)
 class MRRDeg(Metric):
+    label, order, cutoff_key, table = "MRRdeg", 40, "rr_depth", "degradation"
+
     def items(self, frame: pd.DataFrame) -> int:
-        return len(_pairs(frame, "writing_error", "rr"))
+        return len(query_pairs(frame, "writing_error", "rr"))
 
     def units(self, frame: pd.DataFrame) -> pd.DataFrame:
         return _degradation_units(frame, "rr")
@@ -241,12 +275,22 @@ def parse_metric(name: str, rr_depth: int = 200) -> Metric:
     m = _NAME.match(name)
     if m and m.group("family") in METRICS:
         family, k = m.group("family"), int(m.group("k"))
-        if family in ("RRstd", "MRRdeg") and k != rr_depth:
+        if METRICS.get(family).cutoff_key == "rr_depth" and k != rr_depth:
             raise ValueError(
                 f"metric {name!r}: the per-query frame holds RR at depth {rr_depth}, not {k}"
             )
         return METRICS.get(family)(name=name, params={"k": k})
     return StandardMeasure(name=name, lower_is_more_robust=False)
+
+
+def metric_header(name: str) -> str:
+    """Column header of a metric: ``label@K``, the label alone when K is the RR depth (the
+    caption names the depth); ir_measures names as they are."""
+    m = _NAME.match(name)
+    if not (m and m.group("family") in METRICS):
+        return name
+    cls = METRICS.get(m.group("family"))
+    return cls.label if cls.cutoff_key == "rr_depth" else f"{cls.label}@{m.group('k')}"
 
 
 def metric_value(frame: pd.DataFrame, name: str, rr_depth: int = 200) -> float:

@@ -20,7 +20,7 @@ import pandas as pd
 from personalir.common.domains import display_label
 from personalir.common.io import write_text
 from personalir.common.latex import dataframe_to_latex
-from personalir.retrieval.metrics import MetricSettings
+from personalir.retrieval.metrics import MetricSettings, metric_header
 from personalir.retrieval.summary import AVERAGE, write_csv
 
 FAMILY_SHORT = {
@@ -35,11 +35,14 @@ FAMILY_SHORT = {
 
 
 def table_specs(metrics: MetricSettings) -> dict[str, dict]:
+    # Each registered PQB metric names its table; within one, the metrics' order decides.
+    syntactic = metrics.pqb_metrics("flip_rrstd")
+    degradation = metrics.pqb_metrics("degradation")
     return {
         "flip_rrstd": {
-            "metrics": [f"Flip@{k}" for k in metrics.flip_k] + [f"RRstd@{metrics.rr_depth}"],
+            "metrics": syntactic,
             "lower_is_better": True,
-            "count": ("Pairs", f"Flip@{metrics.flip_k[0]}"),
+            "count": ("Pairs", syntactic[0]) if syntactic else None,
             "caption": (
                 "Ranking instability under syntactic variation: Flip@K (share of two users' "
                 "queries for the same product whose hit@K differs) and Mean RRstd "
@@ -49,9 +52,9 @@ def table_specs(metrics: MetricSettings) -> dict[str, dict]:
             ).replace("{d}", str(metrics.rr_depth)),
         },
         "degradation": {
-            "metrics": [f"Deg@{k}" for k in metrics.deg_k] + [f"MRRdeg@{metrics.rr_depth}"],
+            "metrics": degradation,
             "lower_is_better": True,
-            "count": ("Pairs", f"Deg@{metrics.deg_k[0]}"),
+            "count": ("Pairs", degradation[0]) if degradation else None,
             "caption": (
                 "Degradation under the user's writing errors: Deg@K = hit@K(clean) - "
                 "hit@K(error) and MRRdeg = MRR(clean) - MRR(error), RR cut at {d}, misses "
@@ -162,7 +165,7 @@ def to_latex(
     if not family:
         cells = cells.drop(columns="Family")
     # Shorter headers keep the table within the text width (the caption names the depth).
-    renames = {m: m.split("@")[0] for m in metrics if m.startswith(("RRstd@", "MRRdeg@"))}
+    renames = {m: metric_header(m) for m in metrics if metric_header(m) != m}
     cells = cells.rename(columns=renames | (headers or {}))
     bold = {(i, renames.get(c, c)): v for (i, c), v in bold.items()}
     return dataframe_to_latex(cells, caption=caption, label=label, bold=bold, midrule_before=starts)

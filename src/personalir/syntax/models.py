@@ -22,14 +22,22 @@ from personalir.syntax.gaussian import (
     fit_factor_analysis_many,
 )
 
-PROFILE_MODELS: Registry[type[ProfileModel]] = Registry("profile model")
+PROFILE_MODELS: Registry[type[ProfileModel]] = Registry(
+    "profile model",
+    required=("label", "config_keys"),
+    package="personalir.syntax",
+    symbol="PROFILE_MODELS",
+)
 
 
 class ProfileModel(ABC):
     """Interface: ``fit(x, user)`` on train embeddings (``user``: int labels 0..U-1), then
     ``score(x, user)`` per row or ``score_profile(u, x)`` for many rows under one profile."""
 
+    #: row label of the attribution table (rows follow ``syntax.attribution.models``)
     label: str = ""
+    #: keys of ``syntax.attribution`` the model reads (through ``syntax.stage.model_params``)
+    config_keys: tuple[str, ...] = ()
 
     def __init__(self, **params):
         self.params = params
@@ -86,6 +94,7 @@ class SharedIsotropicGaussian(ProfileModel):
     """Per-user mean, one variance shared by all dimensions and users (pooled within-user)."""
 
     label = "Shared isotropic Gaussian"
+    config_keys = ("var_floor",)
 
     def _fit(self, per_user, x_all):
         self.means = np.stack([xs.mean(0) for xs in per_user])
@@ -101,6 +110,7 @@ class SharedIsotropicGaussian(ProfileModel):
 @PROFILE_MODELS.register("user_diagonal_gaussian")
 class UserDiagonalGaussian(ProfileModel):
     label = "User diagonal Gaussian"
+    config_keys = ("var_floor",)
 
     def _fit(self, per_user, x_all):
         floor = self.params.get("var_floor", 1e-4)
@@ -164,6 +174,7 @@ class RankOneDiagonalGaussian(_LowRankGaussianModel):
     """The paper's profile, fitted by maximum likelihood (one-factor factor analysis)."""
 
     label = "Rank-one + diagonal Gaussian"
+    config_keys = ("var_floor", "em_max_iter", "em_tol")
     n_factors = 1
 
     def _fit_all(self, per_user):
@@ -188,6 +199,7 @@ class RankOneDiagonalEigenpair(_LowRankGaussianModel):
     """The same model with the PQB reference code's eigenpair heuristic fit (not the MLE)."""
 
     label = "Rank-one + diagonal (eigenpair heuristic)"
+    config_keys = ("var_floor",)
 
     def _fit_all(self, per_user):
         floor = self.params.get("var_floor", 1e-4)
@@ -199,6 +211,7 @@ class KNearestNeighbours(ProfileModel):
     """Mean cosine similarity to the ``k`` most similar train sentences of the user."""
 
     label = "k-nearest neighbour"
+    config_keys = ("knn_k",)
 
     def _fit(self, per_user, x_all):
         self.k = int(self.params.get("k", 5))

@@ -69,10 +69,35 @@ class RetrievalContext:
 
 
 class PersonalRetriever:
+    """A TTP method. Besides ``rank``, a subclass states what its run needs (read by
+    :mod:`personalir.ttp.workflow` to build the ``ttp_run`` job, so no rule names a method):
+
+    ``label``           its row in the Table 4 layout (rows follow ``ttp.methods``)
+    ``uses_history``    whether it reads the selected history (the acceptance check groups by it)
+    ``model_roles``     the :attr:`RetrievalContext.models` roles it loads: ``dense``,
+                        ``history_aware`` (the fine-tuned bi-encoder folders when
+                        ``ttp.dense.fine_tune``), ``generator`` (HyDE's LLM), ``ttp_backbone``,
+                        ``ttp_adapter`` (the SFT LoRA adapter)
+    ``config_keys``     the ``ttp`` sections its parameters come from (a change re-runs it)
+    ``needs_rewrites``  whether it reads the TTP run's rewrites (``runs/ttp.info.json``)
+    ``generates_text``  whether it generates with a causal LM (its job takes SFT's threads)
+
+    and :meth:`params_from_config` builds its parameters from those sections.
+    """
+
     name: ClassVar[str] = "personal"
     label: ClassVar[str] = "Personal"
     uses_history: ClassVar[bool] = False
     default_params: ClassVar[dict[str, Any]] = {}
+    model_roles: ClassVar[tuple[str, ...]] = ()
+    config_keys: ClassVar[tuple[str, ...]] = ()
+    needs_rewrites: ClassVar[bool] = False
+    generates_text: ClassVar[bool] = False
+
+    @classmethod
+    def params_from_config(cls, ttp: Mapping[str, Any]) -> dict[str, Any]:
+        """The method's parameters from the ``ttp`` config (only ``config_keys`` sections)."""
+        return {}
 
     def __init__(self, context: RetrievalContext, params: Mapping[str, Any] | None = None):
         unknown = sorted(set(params or {}) - set(self.default_params))
@@ -86,10 +111,22 @@ class PersonalRetriever:
         raise NotImplementedError
 
 
-PERSONAL_RETRIEVERS: Registry[type[PersonalRetriever]] = Registry("personalised retriever")
+PERSONAL_RETRIEVERS: Registry[type[PersonalRetriever]] = Registry(
+    "personalised retriever",
+    required=(
+        "label",
+        "uses_history",
+        "model_roles",
+        "config_keys",
+        "needs_rewrites",
+        "generates_text",
+    ),
+    package="personalir.ttp",
+    symbol="PERSONAL_RETRIEVERS",
+)
 
 
-def _stage_retriever(kind: str, model: str | None, ctx: RetrievalContext):
+def stage_retriever(kind: str, model: str | None, ctx: RetrievalContext):
     """A retriever of the retrieval stage, indexed on the item texts."""
     from personalir.retrieval.base import RETRIEVERS, RunSettings, load_builtin_retrievers
     from personalir.retrieval.corpus import corpus_from_texts
@@ -101,7 +138,8 @@ def _stage_retriever(kind: str, model: str | None, ctx: RetrievalContext):
     return retriever
 
 
-def _rank_texts(retriever, examples: Sequence[Example], texts: Sequence[str], depth: int):
+def rank_texts(retriever, examples: Sequence[Example], texts: Sequence[str], depth: int):
+    """Rank one text per example (its id the query id) with a retrieval-stage retriever."""
     from personalir.retrieval.base import QueryText
 
     queries = [QueryText(ex.example_id, t) for ex, t in zip(examples, texts, strict=True)]
@@ -113,17 +151,18 @@ class BM25(PersonalRetriever):
     name, label = "bm25", "BM25"
 
     def rank(self, examples):
-        r = _stage_retriever("bm25", None, self.ctx)
-        return _rank_texts(r, examples, [ex.query for ex in examples], self.ctx.depth)
+        r = stage_retriever("bm25", None, self.ctx)
+        return rank_texts(r, examples, [ex.query for ex in examples], self.ctx.depth)
 
 
 @PERSONAL_RETRIEVERS.register("dense")
 class DenseQueryOnly(PersonalRetriever):
     name, label = "dense", "Dense (query only)"
+    model_roles = ("dense",)
 
     def rank(self, examples):
-        r = _stage_retriever("dense", self.ctx.models["dense"], self.ctx)
-        return _rank_texts(r, examples, [ex.query for ex in examples], self.ctx.depth)
+        r = stage_retriever("dense", self.ctx.models["dense"], self.ctx)
+        return rank_texts(r, examples, [ex.query for ex in examples], self.ctx.depth)
 
 
 def history_aware_text(query: str, history_texts: Sequence[str]) -> str:
@@ -134,11 +173,12 @@ def history_aware_text(query: str, history_texts: Sequence[str]) -> str:
 @PERSONAL_RETRIEVERS.register("history_aware")
 class HistoryAware(PersonalRetriever):
     name, label, uses_history = "history_aware", "History-Aware", True
+    model_roles = ("history_aware",)
 
     def rank(self, examples):
-        r = _stage_retriever("dense", self.ctx.models["history_aware"], self.ctx)
+        r = stage_retriever("dense", self.ctx.models["history_aware"], self.ctx)
         texts = [history_aware_text(ex.query, self.ctx.history_texts(ex)) for ex in examples]
-        return _rank_texts(r, examples, texts, self.ctx.depth)
+        return rank_texts(r, examples, texts, self.ctx.depth)
 
 
 def _st_encoder(model: str):
@@ -172,6 +212,11 @@ def _normalise(x: np.ndarray) -> np.ndarray:
 class PersonalPRF(PersonalRetriever):
     name, label, uses_history = "p_prf", "P-PRF", True
     default_params = {"beta": 0.5}
+    model_roles, config_keys = ("dense",), ("p_prf",)
+
+    @classmethod
+    def params_from_config(cls, ttp):
+        return dict(ttp["p_prf"])
 
     def rank(self, examples):
         enc = _st_encoder(self.ctx.models["dense"])
@@ -200,6 +245,11 @@ HYDE_PROMPT = (
 class HyDE(PersonalRetriever):
     name, label = "hyde", "HyDE"
     default_params = {"max_new_tokens": 24, "batch_size": 16}
+    model_roles, config_keys, generates_text = ("dense", "generator"), ("hyde",), True
+
+    @classmethod
+    def params_from_config(cls, ttp):
+        return {k: ttp["hyde"][k] for k in ("max_new_tokens", "batch_size")}
 
     def generate(self, queries: Sequence[str]) -> list[str]:
         import torch
@@ -258,6 +308,7 @@ class HyDE(PersonalRetriever):
 @PERSONAL_RETRIEVERS.register("decoupled")
 class DecoupledStage(PersonalRetriever):
     name, label, uses_history = "decoupled", "Decoupled-Stage", True
+    model_roles, needs_rewrites = ("dense",), True
 
     def rank(self, examples):
         missing = [ex.example_id for ex in examples if ex.example_id not in self.ctx.rewrites]
@@ -265,9 +316,9 @@ class DecoupledStage(PersonalRetriever):
             raise ValueError(
                 f"decoupled: no TTP rewrite for {len(missing)} example(s), e.g. {missing[:3]}"
             )
-        r = _stage_retriever("dense", self.ctx.models["dense"], self.ctx)
+        r = stage_retriever("dense", self.ctx.models["dense"], self.ctx)
         texts = [self.ctx.rewrites[ex.example_id] or ex.query for ex in examples]
-        return _rank_texts(r, examples, texts, self.ctx.depth)
+        return rank_texts(r, examples, texts, self.ctx.depth)
 
 
 @PERSONAL_RETRIEVERS.register("ttp")
@@ -275,6 +326,20 @@ class TTPRetriever(PersonalRetriever):
     """The TTP model: generate a rewrite, embed at ``<emb>``, exact search (see module doc)."""
 
     name, label, uses_history = "ttp", "TTP (SFT)", True
+    model_roles, config_keys = ("ttp_backbone", "ttp_adapter"), ("inference", "sft")
+    generates_text = True
+
+    @classmethod
+    def params_from_config(cls, ttp):
+        return {
+            "max_new_tokens": ttp["inference"]["max_new_tokens"],
+            "batch_size": ttp["inference"]["batch_size"],
+            "max_query_tokens": ttp["sft"]["max_query_tokens"],
+            "max_item_tokens": ttp["sft"]["max_item_tokens"],
+            "history_item_tokens": ttp["sft"]["history_item_tokens"],
+            "system_prompt": ttp["sft"]["system_prompt"],
+        }
+
     default_params = {
         "max_new_tokens": 24,
         "batch_size": 16,

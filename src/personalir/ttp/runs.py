@@ -1,7 +1,8 @@
 """Rule ttp_run: one method's TREC run on one example set's test queries.
 
 A method is a registered personalised retriever (:mod:`personalir.ttp.baselines`) built from
-only the config keys it reads (:func:`method_params`), so a change to another method's keys
+only the config keys it reads (its class's ``params_from_config``), so a change to another
+method's keys
 does not re-run it. The run's info file names the method's label, models and timings.
 """
 
@@ -13,24 +14,6 @@ from pathlib import Path
 
 from personalir.common.io import read_json, write_json
 from personalir.ttp.data import ItemCorpus, item_fields, read_examples
-
-
-def method_params(method: str, ttp: Mapping) -> dict:
-    """A method's parameters from the ``ttp`` config (only the keys it reads)."""
-    if method == "p_prf":
-        return dict(ttp["p_prf"])
-    if method == "hyde":
-        return {k: ttp["hyde"][k] for k in ("max_new_tokens", "batch_size")}
-    if method == "ttp":
-        return {
-            "max_new_tokens": ttp["inference"]["max_new_tokens"],
-            "batch_size": ttp["inference"]["batch_size"],
-            "max_query_tokens": ttp["sft"]["max_query_tokens"],
-            "max_item_tokens": ttp["sft"]["max_item_tokens"],
-            "history_item_tokens": ttp["sft"]["history_item_tokens"],
-            "system_prompt": ttp["sft"]["system_prompt"],
-        }
-    return {}
 
 
 def run_method(
@@ -71,7 +54,7 @@ def run_method(
         rewrites=rewrites,
         model_cache=model_cache or None,
     )
-    params = method_params(method, ttp)
+    params = PERSONAL_RETRIEVERS.get(method).params_from_config(ttp)
     retriever = build_retriever(method, ctx, params)
     ranking = retriever.rank(test)
     elapsed = time.perf_counter() - t0

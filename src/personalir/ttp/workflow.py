@@ -9,16 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-# Models each method's run needs, by role (see personalir.ttp.baselines.RetrievalContext).
-METHOD_MODELS = {
-    "bm25": (),
-    "dense": ("dense",),
-    "p_prf": ("dense",),
-    "hyde": ("dense", "generator"),
-    "history_aware": ("history_aware",),
-    "decoupled": ("dense",),
-    "ttp": ("ttp_backbone", "ttp_adapter"),
-}
+
+def method_class(method: str):
+    """The registered TTP method (its class states the models, keys and threads it needs)."""
+    from personalir.ttp.baselines import PERSONAL_RETRIEVERS
+
+    return PERSONAL_RETRIEVERS.get(method)
 
 
 def example_sets(config: Mapping) -> list[str]:
@@ -49,23 +45,31 @@ def dense_model(config: Mapping, variant: str) -> str:
 
 
 def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]:
-    """Files the ``ttp_run`` job of ``method`` needs besides its examples and items."""
+    """Files the ``ttp_run`` job of ``method`` needs besides its examples and items.
+
+    Every model folder the workflow builds that the method's run is handed (see
+    :func:`run_models`), named by its config (kept) and its weights (a temporary output),
+    and the TTP run's rewrites when the method reads them.
+    """
     res = config["results_dir"]
-    out = {}
-    fine_tuned = config["ttp"]["dense"]["fine_tune"]
-    # A model folder is named by its config (kept) and its weights (a temporary output).
-    for role, variant in (("dense_model", "dense"), ("history_model", "history_aware")):
-        if fine_tuned and variant in METHOD_MODELS[method]:
-            out[role] = dense_model_dir(res, variant) + "/config.json"
-            out[f"{role}_weights"] = dense_model_dir(res, variant) + "/model.safetensors"
-    if method == "decoupled":
+    used = set(run_models(config, method).values())
+    out: dict[str, str] = {}
+
+    def add_if_used(name: str, folder: str, config_file: str, weights: str) -> None:
+        if folder in used:
+            out[name] = f"{folder}/{config_file}"
+            out[f"{name}_weights"] = f"{folder}/{weights}"
+
+    add_if_used("dense_model", dense_model_dir(res, "dense"), "config.json", "model.safetensors")
+    add_if_used(
+        "history_model", dense_model_dir(res, "history_aware"), "config.json", "model.safetensors"
+    )
+    if method_class(method).needs_rewrites:
         out["rewrites"] = f"{res}/ttp/{example_set}/runs/ttp.info.json"
-    if method == "ttp" or (method == "hyde" and config["ttp"]["hyde"]["generator"] == "backbone"):
-        out["backbone"] = f"{res}/ttp/backbone/config.json"
-        out["backbone_weights"] = f"{res}/ttp/backbone/model.safetensors"
-    if method == "ttp":
-        out["adapter"] = f"{res}/ttp/sft/adapter/adapter_config.json"
-        out["adapter_weights"] = f"{res}/ttp/sft/adapter/adapter_model.safetensors"
+    add_if_used("backbone", f"{res}/ttp/backbone", "config.json", "model.safetensors")
+    add_if_used(
+        "adapter", f"{res}/ttp/sft/adapter", "adapter_config.json", "adapter_model.safetensors"
+    )
     return out
 
 
@@ -82,7 +86,7 @@ def run_models(config: Mapping, method: str) -> dict[str, str]:
         "ttp_backbone": f"{res}/ttp/backbone",
         "ttp_adapter": f"{res}/ttp/sft/adapter",
     }
-    return {role: models[role] for role in METHOD_MODELS[method]}
+    return {role: models[role] for role in method_class(method).model_roles}
 
 
 def example_inputs(config: Mapping, example_set: str) -> dict[str, str]:
@@ -120,18 +124,10 @@ def rewrites_option(inputs: Mapping[str, str]) -> str:
     return f"--rewrites {inputs['rewrites']}" if "rewrites" in inputs else ""
 
 
-# The `ttp` config keys each method's run reads besides `items` and `depth`.
-METHOD_KEYS = {"p_prf": ("p_prf",), "hyde": ("hyde",), "ttp": ("inference", "sft")}
-
-
 def run_params(config: Mapping, method: str) -> str:
     ttp = config["ttp"]
-    keys = ("items", "depth", *METHOD_KEYS.get(method, ()))
+    keys = ("items", "depth", *method_class(method).config_keys)
     return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
-
-
-# Methods whose run generates text with the causal LM: they take the multi-threaded slot.
-GENERATING_METHODS = ("ttp", "hyde")
 
 
 def sft_threads(config: Mapping) -> int:
@@ -141,4 +137,4 @@ def sft_threads(config: Mapping) -> int:
 
 def run_threads(config: Mapping, method: str) -> int:
     """CPU threads of a method's run: SFT's for the generating methods, one for the others."""
-    return sft_threads(config) if method in GENERATING_METHODS else 1
+    return sft_threads(config) if method_class(method).generates_text else 1
