@@ -297,7 +297,7 @@ def test_docs_examples_are_one_file_and_one_config_line_each():
 
 def test_worked_example_error_sampler(tmp_path):
     from personalir.errors.inject import Injector
-    from personalir.errors.report import sampling_frame, sampling_latex
+    from personalir.errors.tables import sampling_frame, sampling_latex
     from personalir.errors.sampling import SAMPLERS, evaluate_sampling, sampler_order
     from tests.unit.test_errors_sampling import TEXTS, _world
 
