@@ -18,6 +18,7 @@ from personalir.common.fingerprint import (
     diff_fingerprints,
     fingerprint_tree,
     link_dvc_outputs,
+    pinned_files,
 )
 
 EXPECTED = REPO_ROOT / "tests" / "fingerprints"
@@ -46,9 +47,9 @@ def test_default_artifacts_match_fingerprints(default_results, stage):
 
 def test_every_stage_pins_its_key_artifacts(default_results):
     pinned = {
-        key
+        str(path.relative_to(default_results))
         for patterns in STAGE_PATTERNS.values()
-        for key in fingerprint_tree(default_results, patterns)
+        for path in pinned_files(default_results, patterns)
     }
     for key in [
         "queries/Musical_Instruments/benchmark.jsonl",

@@ -132,13 +132,17 @@ def _csv_lines(lines: list[str]) -> tuple[str, list[str]]:
 
 def _trec_run(lines: list[str], positions) -> dict[str, Any]:
     """A TREC run (`qid Q0 docid rank score tag`): lines, queries and a few parsed lines."""
-    rows = [line.split() for line in lines if line.strip()]
-    parsed = [[r[0], r[2], int(r[3]), float(r[4]), r[5]] for r in rows]
+    lines = [line for line in lines if line.strip()]
+
+    def parsed(i: int) -> list:
+        r = lines[i].split()
+        return [r[0], r[2], int(r[3]), float(r[4]), r[5]]
+
     return {
         "kind": "trec_run",
-        "rows": len(parsed),
-        "queries": len({r[0] for r in parsed}),
-        "records": _pick(parsed, len(parsed), positions),
+        "rows": len(lines),
+        "queries": len({line.split(None, 1)[0] for line in lines}),
+        "records": _pick(parsed, len(lines), positions),
     }
 
 
@@ -190,8 +194,15 @@ def fingerprint_tree(root: str | Path, patterns: list[str]) -> dict[str, Any]:
     """Fingerprints of every file under ``root`` matching one of the glob ``patterns`` and
     none of the ``!``-prefixed ones."""
     root = Path(root)
+    return {str(p.relative_to(root)): fingerprint(p) for p in pinned_files(root, patterns)}
+
+
+def pinned_files(root: str | Path, patterns: list[str]) -> list[Path]:
+    """Files under ``root`` matching one of the glob ``patterns`` and none of the
+    ``!``-prefixed ones, sorted."""
+    root = Path(root)
     left_out = {p for pat in patterns if pat.startswith("!") for p in root.glob(pat[1:])}
-    files = sorted(
+    return sorted(
         {
             p
             for pat in patterns
@@ -200,7 +211,6 @@ def fingerprint_tree(root: str | Path, patterns: list[str]) -> dict[str, Any]:
             if p.is_file() and p.name not in UNPINNED and p not in left_out
         }
     )
-    return {str(p.relative_to(root)): fingerprint(p) for p in files}
 
 
 def diff_fingerprints(expected: dict, actual: dict) -> list[str]:
