@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The test command: lint, then the whole suite. pytest's exit code 5 ("no tests collected")
-# is an error here: a suite that runs nothing must not pass.
+# The test command: lint, the README's rule graph, then the whole suite, which includes the
+# whole workflow on config/tiny.yaml (tests/integration/test_tiny_run.py, a few minutes; pass
+# -m "not tiny_run" to leave it out). pytest's exit code 5 ("no tests collected") is an error
+# here: a suite that runs nothing must not pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=.venv/bin
@@ -13,6 +15,8 @@ echo "== snakemake --lint"
 "$BIN/snakemake" --lint --cores 1 >/tmp/snakemake-lint.$$ 2>&1 || {
   cat /tmp/snakemake-lint.$$; rm -f /tmp/snakemake-lint.$$; exit 1; }
 rm -f /tmp/snakemake-lint.$$
+echo "== README rule graph"
+"$BIN/python" scripts/rulegraph.py --check
 echo "== pytest"
 set +e
 "$BIN/python" -m pytest "$@"

@@ -1,12 +1,13 @@
 """Atomic writes, registries, seeds, fingerprints."""
 
+import gzip
 import json
 import os
 
 import pandas as pd
 import pytest
 
-from personalir.common.fingerprint import diff_fingerprints, fingerprint
+from personalir.common.fingerprint import diff_fingerprints, fingerprint, fingerprint_tree
 from personalir.common.io import atomic_open, write_json, write_jsonl, write_parquet
 from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed
@@ -76,6 +77,29 @@ def test_fingerprint_kinds(tmp_path):
     assert fp["rows"] == 2 and fp["records"]["0"] == {"x": 0.123457}
     (tmp_path / "c.json").write_text(json.dumps({"a": 1}))
     assert fingerprint(tmp_path / "c.json") == {"kind": "json", "content": {"a": 1}}
+
+
+def test_fingerprint_run_files_and_timings(tmp_path):
+    lines = [f"q{i // 3} Q0 d{i} {i % 3 + 1} {1.0 / (i + 1):.7f} bm25" for i in range(21)]
+    with gzip.open(tmp_path / "x.run.gz", "wt") as fh:
+        fh.write("\n".join(lines) + "\n")
+    (tmp_path / "x.trec").write_text("\n".join(lines) + "\n")
+    fp = fingerprint(tmp_path / "x.run.gz")
+    assert fp == fingerprint(tmp_path / "x.trec")
+    # Golden: 21 lines over q0..q6; line 17 is q5's third document, score 1/18.
+    assert fp["kind"] == "trec_run" and fp["rows"] == 21 and fp["queries"] == 7
+    assert fp["records"]["17"] == ["q5", "d17", 3, 0.055556, "bm25"]
+    (tmp_path / "t.csv").write_text("model,auroc,seconds\na,0.5,1.2\nb,0.6,3.4\n")
+    fp = fingerprint(tmp_path / "t.csv")
+    assert fp["header"] == "model,auroc" and fp["records"] == {"0": "a,0.5", "1": "b,0.6"}
+    (tmp_path / "r.json").write_text(json.dumps({"n": 3, "seconds": 1.5, "load_seconds": 2}))
+    assert fingerprint(tmp_path / "r.json")["content"] == {"n": 3}
+
+
+def test_fingerprint_tree_leaves_out_negated_patterns(tmp_path):
+    for name in ("a.jsonl", "search_log.jsonl"):
+        write_jsonl(tmp_path / "d" / name, [{"i": 1}])
+    assert list(fingerprint_tree(tmp_path, ["d/*.jsonl", "!d/search_log.jsonl"])) == ["d/a.jsonl"]
 
 
 def test_diff_fingerprints_reports_changes():

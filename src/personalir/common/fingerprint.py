@@ -2,19 +2,28 @@
 
 The ir_datasets habit: a dataset is pinned by how many records it has and what a handful of
 them are, which catches reordering, truncation and content drift while staying readable in a
-diff. JSON reports are pinned whole; other files by sha256.
+diff. JSON reports are pinned whole; other files by sha256. Timings (keys and columns named
+`seconds`, `*_seconds`, `*_per_second`) change from run to run and are left out.
+
+`link_dvc_outputs` lays the artifacts recorded in `dvc.lock` out as a results tree (links into
+the DVC store), so the embedded default's fingerprints are checked without running anything.
 """
 
 from __future__ import annotations
 
+import csv
+import gzip
 import hashlib
+import io
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 POSITIONS = (0, 1, 17, -1)
-# Artifacts pinned per stage (globs under the results folder). A stage adds its entry.
+# Artifacts pinned per stage (globs under the results folder; a leading "!" leaves the
+# matches out). A stage adds its entry.
 STAGE_PATTERNS = {
     "data": [
         "sample_world/**/*.jsonl",
@@ -23,15 +32,54 @@ STAGE_PATTERNS = {
         "data/**/*.json",
         "data/**/*.jsonl",
         "report/dataset_statistics.csv",
+        # Written into the sample world's folder by the TTP stage (pinned there).
+        "!sample_world/*/search_log.jsonl",
     ],
-    # Parses, vocabularies and reports; embeddings and profiles are floats from torch/EM and
-    # are checked by the stage's own tolerance tests instead.
+    # Parses, vocabularies, reports, profiles and the attribution tables. Embeddings and the
+    # encoder are floats straight from torch and are checked by the stage's own tolerance
+    # tests instead; profiles and tables are pinned at 6 decimals.
     "syntax": [
         "syntax/*/parsed_rules.parquet",
         "syntax/*/sentences.parquet",
         "syntax/*/rule_vocab.parquet",
         "syntax/*/parse.report.json",
         "syntax/*/features.report.json",
+        "syntax/*/profiles.parquet",
+        "syntax/*/attribution.csv",
+        "syntax/attribution.csv",
+        "syntax/rules_summary.csv",
+    ],
+    # Corrections, ERRANT edits, per-user profiles and the error-sampling tables.
+    "errors": [
+        "errors/*/corrections.parquet",
+        "errors/*/edits.parquet",
+        "errors/*/profiles.csv",
+        "errors/*/sampling_eval.csv",
+        "errors/sampling_eval.csv",
+        "errors/error_statistics.csv",
+    ],
+    # Candidates, the released benchmark and its pairs, and the stage's tables.
+    "queries": [
+        "queries/*/candidates.parquet",
+        "queries/*/benchmark.jsonl",
+        "queries/*/pairs.csv",
+        "queries/datasheet.csv",
+        "queries/filter_report.csv",
+        "queries/identifiability.csv",
+    ],
+    # Run files of every retriever and the summary tables.
+    "retrieval": [
+        "retrieval/*/*.run.gz",
+        "retrieval/summary.csv",
+        "retrieval/table_*.csv",
+    ],
+    # Examples, SFT rows, every method's run file and Table 4.
+    "ttp": [
+        "sample_world/*/search_log.jsonl",
+        "ttp/*/examples.jsonl",
+        "ttp/*/sft.jsonl",
+        "ttp/*/runs/*.trec",
+        "ttp/table4.csv",
     ],
 }
 # Records of how an artifact was made (git commit, timings) are not artifacts to pin.
@@ -39,12 +87,17 @@ UNPINNED = {"provenance.json"}
 MAX_INLINE_JSON = 20_000  # bytes; larger JSON files are pinned by a hash of their content
 
 
+def is_timing(name: str) -> bool:
+    """Keys and columns that hold how long something took (never pinned)."""
+    return name == "seconds" or name.endswith(("_seconds", "_per_second"))
+
+
 def _plain(value: Any) -> Any:
     """JSON-safe, rounding floats so the fingerprint does not depend on the last bit."""
     if isinstance(value, float):
         return None if math.isnan(value) else round(value, 6)
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _plain(v) for k, v in value.items() if not is_timing(str(k))}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if hasattr(value, "item"):
@@ -61,9 +114,42 @@ def _pick(records: list, n: int, positions) -> dict[str, Any]:
     return out
 
 
-def fingerprint(path: str | Path, positions=POSITIONS) -> dict[str, Any]:
+def _csv_lines(lines: list[str]) -> tuple[str, list[str]]:
+    """Header and rows as text, without timing columns (rows unchanged when there are none)."""
+    header = next(csv.reader([lines[0]])) if lines else []
+    keep = [i for i, name in enumerate(header) if not is_timing(name)]
+    if len(keep) == len(header):
+        return (lines[0] if lines else ""), lines[1:]
+
+    def cut(line: str) -> str:
+        out = io.StringIO()
+        row = next(csv.reader([line]))
+        csv.writer(out, lineterminator="").writerow([row[i] for i in keep])
+        return out.getvalue()
+
+    return cut(lines[0]), [cut(line) for line in lines[1:]]
+
+
+def _trec_run(lines: list[str], positions) -> dict[str, Any]:
+    """A TREC run (`qid Q0 docid rank score tag`): lines, queries and a few parsed lines."""
+    lines = [line for line in lines if line.strip()]
+
+    def parsed(i: int) -> list:
+        r = lines[i].split()
+        return [r[0], r[2], int(r[3]), float(r[4]), r[5]]
+
+    return {
+        "kind": "trec_run",
+        "rows": len(lines),
+        "queries": len({line.split(None, 1)[0] for line in lines}),
+        "records": _pick(parsed, len(lines), positions),
+    }
+
+
+def fingerprint(path: str | Path, positions=POSITIONS, name: str | None = None) -> dict[str, Any]:
+    """Fingerprint of one file; `name` (default: the file's) chooses the format."""
     path = Path(path)
-    name = path.name
+    name = name or path.name
     if name.endswith(".parquet"):
         import pyarrow.parquet as pq
 
@@ -71,7 +157,8 @@ def fingerprint(path: str | Path, positions=POSITIONS) -> dict[str, Any]:
         n = table.num_rows
         idx = sorted({p if p >= 0 else n + p for p in positions if -n <= p < n})
         rows = {str(i): _plain(table.slice(i, 1).to_pylist()[0]) for i in idx}
-        return {"kind": "parquet", "rows": n, "columns": table.column_names, "records": rows}
+        columns = [c for c in table.column_names if not is_timing(c)]
+        return {"kind": "parquet", "rows": n, "columns": columns, "records": rows}
     if name.endswith(".jsonl"):
         lines = path.read_text(encoding="utf-8").splitlines()
         n = len(lines)
@@ -87,24 +174,43 @@ def fingerprint(path: str | Path, positions=POSITIONS) -> dict[str, Any]:
         canonical = json.dumps(content, sort_keys=True, separators=(",", ":"))
         return {"kind": "json", "sha256": hashlib.sha256(canonical.encode()).hexdigest()}
     if name.endswith(".csv"):
-        lines = path.read_text(encoding="utf-8").splitlines()
+        header, rows = _csv_lines(path.read_text(encoding="utf-8").splitlines())
         return {
             "kind": "csv",
-            "rows": len(lines) - 1,
-            "header": lines[0] if lines else "",
-            "records": _pick(lines[1:], len(lines) - 1, positions),
+            "rows": len(rows),
+            "header": header,
+            "records": _pick(rows, len(rows), positions),
         }
+    if name.endswith(".run.gz"):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            return _trec_run(fh.read().splitlines(), positions)
+    if name.endswith((".trec", ".run")):
+        return _trec_run(path.read_text(encoding="utf-8").splitlines(), positions)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     return {"kind": "bytes", "sha256": digest}
 
 
 def fingerprint_tree(root: str | Path, patterns: list[str]) -> dict[str, Any]:
-    """Fingerprints of every file under ``root`` matching one of the glob ``patterns``."""
+    """Fingerprints of every file under ``root`` matching one of the glob ``patterns`` and
+    none of the ``!``-prefixed ones."""
     root = Path(root)
-    files = sorted(
-        {p for pat in patterns for p in root.glob(pat) if p.is_file() and p.name not in UNPINNED}
+    return {str(p.relative_to(root)): fingerprint(p) for p in pinned_files(root, patterns)}
+
+
+def pinned_files(root: str | Path, patterns: list[str]) -> list[Path]:
+    """Files under ``root`` matching one of the glob ``patterns`` and none of the
+    ``!``-prefixed ones, sorted."""
+    root = Path(root)
+    left_out = {p for pat in patterns if pat.startswith("!") for p in root.glob(pat[1:])}
+    return sorted(
+        {
+            p
+            for pat in patterns
+            if not pat.startswith("!")
+            for p in root.glob(pat)
+            if p.is_file() and p.name not in UNPINNED and p not in left_out
+        }
     )
-    return {str(p.relative_to(root)): fingerprint(p) for p in files}
 
 
 def diff_fingerprints(expected: dict, actual: dict) -> list[str]:
@@ -122,3 +228,33 @@ def diff_fingerprints(expected: dict, actual: dict) -> list[str]:
             else:
                 problems.append(f"{key}: content differs")
     return problems
+
+
+def link_dvc_outputs(lock: str | Path, store: str | Path, dest: str | Path) -> Path:
+    """Lay out every output recorded in a `dvc.lock` under `dest` as a link to its object in
+    the DVC cache or local remote `store` (`files/md5/<2>/<30>`); directory outputs are
+    expanded from their `.dir` listing. Returns `dest`."""
+    import yaml
+
+    store, dest = Path(store), Path(dest)
+
+    def obj(md5: str) -> Path:
+        return store / "files" / "md5" / md5[:2] / md5[2:]
+
+    def link(rel: str, md5: str) -> None:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.exists():
+            target.unlink()
+        os.symlink(obj(md5).resolve(), target)
+
+    stages = yaml.safe_load(Path(lock).read_text(encoding="utf-8"))["stages"]
+    for stage in stages.values():
+        for out in stage.get("outs", []):
+            md5 = out["md5"]
+            if md5.endswith(".dir"):
+                for entry in json.loads(obj(md5).read_text(encoding="utf-8")):
+                    link(f"{out['path']}/{entry['relpath']}", entry["md5"])
+            else:
+                link(out["path"], md5)
+    return dest
