@@ -32,8 +32,6 @@ STAGE_PATTERNS = {
         "data/**/*.json",
         "data/**/*.jsonl",
         "report/dataset_statistics.csv",
-        # Written into the sample world's folder by the TTP stage (pinned there).
-        "!sample_world/*/search_log.jsonl",
     ],
     # Parses, vocabularies, reports, profiles and the attribution tables. Embeddings and the
     # encoder are floats straight from torch and are checked by the stage's own tolerance
@@ -73,9 +71,9 @@ STAGE_PATTERNS = {
         "retrieval/summary.csv",
         "retrieval/table_*.csv",
     ],
-    # Examples, SFT rows, every method's run file and Table 4.
+    # Examples, SFT rows, every method's run file and Table 4 (the search log they start from
+    # is the sample world's, pinned with the data stage).
     "ttp": [
-        "sample_world/*/search_log.jsonl",
         "ttp/*/examples.jsonl",
         "ttp/*/sft.jsonl",
         "ttp/*/runs/*.trec",
