@@ -124,8 +124,33 @@ def _imported_modules(path: Path, package: str | None) -> set[str]:
     return found
 
 
+def _registry_plugins(path: Path, workdir: Path) -> list[Path]:
+    """Plug-in modules a registry of this module discovers at run time (not imported by name).
+
+    A ``Registry(..., package="personalir.x", symbol="NAME")`` imports every module of that
+    package with a line starting ``@NAME.register(`` when it is first listed
+    (personalir.common.registry), so those modules are code the job runs too.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[Path] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Registry"):
+            continue
+        kw = {k.arg: k.value for k in node.keywords}
+        package, symbol = kw.get("package"), kw.get("symbol")
+        if not (isinstance(package, ast.Constant) and isinstance(symbol, ast.Constant)):
+            continue
+        marker = re.compile(rf"^@{re.escape(symbol.value)}\.register\(", re.M)
+        folder = workdir / "src" / Path(*package.value.split("."))
+        found += [
+            f for f in sorted(folder.glob("*.py")) if marker.search(f.read_text(encoding="utf-8"))
+        ]
+    return found
+
+
 def code_deps(script: str, workdir: Path) -> list[str]:
-    """The script plus every local module it imports, transitively (package __init__s too)."""
+    """The script plus every local module it imports, transitively (package __init__s too),
+    and the plug-in modules its registries discover."""
     script_path = workdir / script
     script_dir = script_path.parent
     seen: set[Path] = set()
@@ -135,6 +160,10 @@ def code_deps(script: str, workdir: Path) -> list[str]:
         if path in seen or not path.is_file():
             continue
         seen.add(path)
+        if path.is_relative_to(workdir / "src"):
+            for plugin in _registry_plugins(path, workdir):
+                rel = plugin.relative_to(workdir / "src").with_suffix("")
+                todo.append((plugin, ".".join(rel.parts[:-1])))
         for module in _imported_modules(path, package):
             if not module:
                 continue

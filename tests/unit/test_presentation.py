@@ -97,3 +97,11 @@ def test_presentation_classification():
     assert ws.is_presentation_rule("ttp_loss_figure") and ws.is_presentation_rule("syntax_table")
     assert ws.is_presentation_rule("dataset_statistics", "rules/report.smk")
     assert not ws.is_presentation_rule("ttp_check", "rules/ttp.smk")
+
+
+def test_dvc_record_includes_plugin_modules_a_registry_discovers(stages):
+    """Retriever modules are imported by the registry at run time, not by name: they are
+    code deps of every retrieval run all the same, so editing one re-runs the runs."""
+    deps = set(stages["retrieval_run-bm25"]["deps"])
+    for module in ("lexical", "dense", "sparse", "hybrid", "late_interaction", "rerank"):
+        assert f"src/personalir/retrieval/{module}.py" in deps
