@@ -18,6 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from dvc_from_snakemake import open_workflow  # noqa: E402
+from rulegraph import update_section  # noqa: E402
+
 from personalir.workflow_support import is_presentation_rule  # noqa: E402
 
 DOC = ROOT / "docs" / "architecture.md"
@@ -27,33 +30,12 @@ CONSTRAINT = re.compile(r"\{(\w+),[^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
 
 
 def workflow_rules(configfiles: list[str]):
-    from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import (
-        ConfigSettings,
-        DeploymentSettings,
-        OutputSettings,
-        Quietness,
-        ResourceSettings,
-        StorageSettings,
-        WorkflowSettings,
-    )
-
-    with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-        wf_api = api.workflow(
-            resource_settings=ResourceSettings(cores=1),
-            config_settings=ConfigSettings(configfiles=[Path(c) for c in configfiles]),
-            storage_settings=StorageSettings(),
-            workflow_settings=WorkflowSettings(),
-            deployment_settings=DeploymentSettings(),
-            snakefile=ROOT / "Snakefile",
-            workdir=ROOT,
-        )
+    with open_workflow(ROOT, configfiles) as wf_api:
         workflow = wf_api._workflow  # the API has no public accessor for the rules
         return [
             {
                 "name": r.name,
                 "file": Path(r.snakefile).name,
-                "doc": " ".join((r.docstring or "").split()),
                 "shell": r.shellcmd or "",
                 "outputs": [CONSTRAINT.sub(r"{\1}", str(o)) for o in r.output],
             }
@@ -101,23 +83,10 @@ def main() -> int:
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--configfile", action="append", help="default: config/config.yaml")
     args = ap.parse_args()
-    text = DOC.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    if not pattern.search(text):
-        print(f"{DOC}: markers {START} / {END} not found", file=sys.stderr)
-        return 1
     body = table(workflow_rules(args.configfile or ["config/config.yaml"]))
-    new = pattern.sub(lambda _: f"{START}\n{body}\n{END}", text)
-    if args.check:
-        if new != text:
-            print(
-                "docs/architecture.md rule table is stale: run `python scripts/architecture.py`",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    DOC.write_text(new, encoding="utf-8")
-    return 0
+    return update_section(
+        DOC, START, END, body, check=args.check, hint="python scripts/architecture.py"
+    )
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -36,13 +37,12 @@ SCRIPT = re.compile(r"(?:^|\s)(workflow_scripts/[\w/.-]+\.py)\b")
 DEFAULT_CONFIG = ["config/config.yaml"]
 
 
-def dag_jobs(workdir: Path, configfiles: list[str]):
-    """The jobs of the forced default target, in topological order (ties by name)."""
+@contextmanager
+def open_workflow(workdir: Path, configfiles: list[str]):
+    """The Snakemake API's workflow of ``workdir`` (run there), quiet, for reading the DAG."""
     from snakemake.api import SnakemakeApi
-    from snakemake.io import is_flagged
     from snakemake.settings.types import (
         ConfigSettings,
-        DAGSettings,
         DeploymentSettings,
         OutputSettings,
         Quietness,
@@ -55,7 +55,7 @@ def dag_jobs(workdir: Path, configfiles: list[str]):
     os.chdir(workdir)
     try:
         with SnakemakeApi(OutputSettings(quiet={Quietness.ALL})) as api:
-            wf_api = api.workflow(
+            yield api.workflow(
                 resource_settings=ResourceSettings(cores=1),
                 config_settings=ConfigSettings(configfiles=[Path(c) for c in configfiles]),
                 storage_settings=StorageSettings(),
@@ -64,28 +64,36 @@ def dag_jobs(workdir: Path, configfiles: list[str]):
                 snakefile=workdir / "Snakefile",
                 workdir=workdir,
             )
-            wf_api.dag(dag_settings=DAGSettings(forceall=True))
-            workflow = wf_api._workflow  # the API has no public accessor for the job list
-            workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
-            workflow._build_dag()
-            jobs = []
-            for level in workflow.dag.toposorted():
-                level_jobs = [
-                    {
-                        "rule": job.rule.name,
-                        "wildcards": dict(job.wildcards_dict),
-                        "shellcmd": job.shellcmd,
-                        "input": [str(f) for f in job.input],
-                        "output": [str(f) for f in job.output],
-                        "temp": [str(f) for f in job.output if is_flagged(f, "temp")],
-                        "log": [str(f) for f in job.log],
-                    }
-                    for job in level
-                ]
-                jobs.extend(sorted(level_jobs, key=stage_name))
-            return jobs
     finally:
         os.chdir(cwd)
+
+
+def dag_jobs(workdir: Path, configfiles: list[str]):
+    """The jobs of the forced default target, in topological order (ties by name)."""
+    from snakemake.io import is_flagged
+    from snakemake.settings.types import DAGSettings
+
+    with open_workflow(workdir, configfiles) as wf_api:
+        wf_api.dag(dag_settings=DAGSettings(forceall=True))
+        workflow = wf_api._workflow  # the API has no public accessor for the job list
+        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
+        workflow._build_dag()
+        jobs = []
+        for level in workflow.dag.toposorted():
+            level_jobs = [
+                {
+                    "rule": job.rule.name,
+                    "wildcards": dict(job.wildcards_dict),
+                    "shellcmd": job.shellcmd,
+                    "input": [str(f) for f in job.input],
+                    "output": [str(f) for f in job.output],
+                    "temp": [str(f) for f in job.output if is_flagged(f, "temp")],
+                    "log": [str(f) for f in job.log],
+                }
+                for job in level
+            ]
+            jobs.extend(sorted(level_jobs, key=stage_name))
+        return jobs
 
 
 def stage_name(job: dict) -> str:

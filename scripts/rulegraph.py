@@ -42,26 +42,35 @@ def mermaid() -> str:
     return "```mermaid\nflowchart LR\n" + "\n".join(body) + "\n```"
 
 
+def update_section(path: Path, start: str, end: str, body: str, *, check: bool, hint: str) -> int:
+    """Replace what stands between two marker lines of a doc; with ``check``, only compare."""
+    text = path.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        print(f"{path}: markers {start} / {end} not found", file=sys.stderr)
+        return 1
+    new = pattern.sub(lambda _: f"{start}\n{body}\n{end}", text)
+    if check:
+        if new != text:
+            print(f"{path.relative_to(ROOT)} is stale: run `{hint}`", file=sys.stderr)
+            return 1
+        return 0
+    path.write_text(new, encoding="utf-8")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
-    readme = ROOT / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    if not pattern.search(text):
-        print(f"{readme}: markers {START} / {END} not found", file=sys.stderr)
-        return 1
-    new = pattern.sub(lambda _: f"{START}\n{mermaid()}\n{END}", text)
-    if args.check:
-        if new != text:
-            print(
-                "README.md rule graph is stale: run `python scripts/rulegraph.py`", file=sys.stderr
-            )
-            return 1
-        return 0
-    readme.write_text(new, encoding="utf-8")
-    return 0
+    return update_section(
+        ROOT / "README.md",
+        START,
+        END,
+        mermaid(),
+        check=args.check,
+        hint="python scripts/rulegraph.py",
+    )
 
 
 if __name__ == "__main__":
