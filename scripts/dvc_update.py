@@ -45,6 +45,22 @@ def stale_outputs() -> list[str]:
     return [out for name in status if name in stages for out in stages[name]["outs"]]
 
 
+def prune_lock() -> None:
+    """Drop dvc.lock entries of stages that dvc.yaml no longer has (a removed or renamed rule):
+    `dvc commit` leaves them, and their outputs would then count as missing artifacts."""
+    lock_path = ROOT / "dvc.lock"
+    lock = yaml.safe_load(lock_path.read_text(encoding="utf-8"))
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    gone = [name for name in lock["stages"] if name not in stages]
+    if gone:
+        for name in gone:
+            del lock["stages"][name]
+        lock_path.write_text(
+            yaml.safe_dump(lock, sort_keys=False, width=1_000_000), encoding="utf-8"
+        )
+        print(f"dvc.lock: dropped {len(gone)} stage(s) no longer in dvc.yaml: {', '.join(gone)}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--dry-run", action="store_true", help="only list what would be rebuilt")
@@ -59,6 +75,7 @@ def main(argv=None) -> int:
         run(*snakemake, "-n")
         return 0
     run(*snakemake)
+    prune_lock()
     run(tool("dvc"), "commit", "--force", "--quiet")
     run(tool("dvc"), "push", "--quiet", "--remote", "sample")
     run(tool("dvc"), "gc", "--workspace", "--cloud", "--remote", "sample", "--force", "--quiet")
