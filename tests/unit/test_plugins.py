@@ -124,7 +124,7 @@ def test_builtin_plugins_carry_their_facts():
         "Wrong user",
         "Personalised",
     ]
-    assert METRICS.ordered() == ["Flip", "RRstd", "Deg", "MRRdeg"]
+    assert METRICS.ordered() == ["Flip", "FlipProd", "RRstd", "Deg", "MRRdeg"]
 
 
 # -------------------------------------------------------------- schema enums and registries
@@ -297,8 +297,8 @@ def test_docs_examples_are_one_file_and_one_config_line_each():
 
 def test_worked_example_error_sampler(tmp_path):
     from personalir.errors.inject import Injector
-    from personalir.errors.tables import sampling_frame, sampling_latex
     from personalir.errors.sampling import SAMPLERS, evaluate_sampling, sampler_order
+    from personalir.errors.tables import sampling_frame, sampling_latex
     from tests.unit.test_errors_sampling import TEXTS, _world
 
     raw, text = _config_with(0)
