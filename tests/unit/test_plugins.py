@@ -124,7 +124,7 @@ def test_builtin_plugins_carry_their_facts():
         "Wrong user",
         "Personalised",
     ]
-    assert METRICS.ordered() == ["Flip", "RRstd", "Deg", "MRRdeg"]
+    assert METRICS.ordered() == ["Flip", "FlipProd", "RRstd", "Deg", "MRRdeg"]
 
 
 # -------------------------------------------------------------- schema enums and registries

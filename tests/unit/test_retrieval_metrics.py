@@ -14,7 +14,15 @@ import math
 import pandas as pd
 import pytest
 
-from personalir.retrieval.metrics import MetricSettings, metric_value, parse_metric, per_query_frame
+from personalir.retrieval.metrics import (
+    METRICS,
+    MetricSettings,
+    metric_header,
+    metric_value,
+    parse_metric,
+    per_query_frame,
+)
+from personalir.retrieval.stats import bootstrap_replicates, bootstrap_summary
 
 SPEC = [
     # query_id, product, user, pair, kind, role, text, rank
@@ -80,12 +88,20 @@ def test_per_query_ranks_rr_and_hits(frame):
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        # P1: |hit(1) - hit(7)| = 1 at K=1,5; 0 at K=10,20.
-        # P2: s2 never flips; s3 (250 vs 12) flips only at K=20.  Flip = mean over products.
-        ("Flip@1", (1 + 0) / 2),
-        ("Flip@5", (1 + 0) / 2),
-        ("Flip@10", (0 + 0) / 2),
-        ("Flip@20", (0 + (0 + 1) / 2) / 2),
+        # Flips by hand from the ranks in the module docstring (hit@K = 1 iff 1 <= rank <= K):
+        # P1 s1 (1 vs 7) flips at K=1,5, not at K=10,20; P2 s2 (3 vs 3) never flips; P2 s3
+        # (250 vs 12) flips only at K=20.  P1 has 1 pair, P2 has 2: the definitions differ.
+        # Flip@K (the paper's): flipped pairs / all 3 pairs.
+        ("Flip@1", (1 + 0 + 0) / 3),
+        ("Flip@5", (1 + 0 + 0) / 3),
+        ("Flip@10", (0 + 0 + 0) / 3),
+        ("Flip@20", (0 + 0 + 1) / 3),
+        # FlipProd@K (the reference code's): per product the share of its pairs, averaged
+        # over the 2 products.
+        ("FlipProd@1", (1 / 1 + 0 / 2) / 2),
+        ("FlipProd@5", (1 / 1 + 0 / 2) / 2),
+        ("FlipProd@10", (0 / 1 + 0 / 2) / 2),
+        ("FlipProd@20", (0 / 1 + 1 / 2) / 2),
         # P1: population std of {1, 1/7} = (6/7)/2 = 3/7.
         # P2: RR {1/3, 1/3, 0, 1/12}; mean 3/16; variance
         #     (2 (1/3 - 3/16)^2 + (3/16)^2 + (1/12 - 3/16)^2) / 4 = 0.0221354...; std 0.1487797...
@@ -127,6 +143,7 @@ def test_pairs_with_an_unevaluated_member_do_not_count():
     assert len(sub) == 3
     # Only s2 is complete: it never flips.
     assert metric_value(sub, "Flip@1") == 0.0
+    assert parse_metric("Flip@1").items(sub) == 1
     assert math.isnan(metric_value(sub, "Deg@1"))
 
 
@@ -143,3 +160,98 @@ def test_parse_metric_names():
     with pytest.raises(ValueError, match="depth 200"):
         parse_metric("RRstd@100")
     assert isinstance(per_query_frame([], {}, MetricSettings()), pd.DataFrame)
+
+
+# --- Flip@K: the paper's pair share and the reference code's per-product average ------------
+#
+# A hand-built run with unequal pairs per product, given directly as the hit@K of each query
+# (ranks do not matter here).  hit@1 and hit@10 of (a, b) per syntactic pair:
+#
+#   product  pairs  hit@1 (a, b)                 flips@1   hit@10 (a, b)             flips@10
+#   A        1      (1, 0)                       1 of 1    (1, 1)                    0 of 1
+#   B        2      (0, 0) (1, 1)                0 of 2    (1, 0) (0, 1)             2 of 2
+#   C        5      (1, 0) (0, 0) x2, (1, 1) x2  1 of 5    (1, 1) x3, (0, 0) x2      0 of 5
+#
+# Flip@1     = (1 + 0 + 1) / (1 + 2 + 5)      = 2/8 = 0.25
+# FlipProd@1 = (1/1 + 0/2 + 1/5) / 3          = 1.2/3 = 0.4   (A's single pair weighs 1/3)
+# Flip@10    = (0 + 2 + 0) / 8                = 0.25
+# FlipProd@10 = (0/1 + 2/2 + 0/5) / 3         = 1/3           (B's two pairs weigh 1/3)
+# A writing-error pair in A (hits at both K) must not count for either.
+UNEQUAL = {
+    "A": [((1, 0), (1, 1))],
+    "B": [((0, 0), (1, 0)), ((1, 1), (0, 1))],
+    "C": [((1, 0), (1, 1)), ((0, 0), (1, 1)), ((0, 0), (1, 1)), ((1, 1), (0, 0)), ((1, 1), (0, 0))],
+}
+
+
+def _unequal_frame() -> pd.DataFrame:
+    rows = []
+    for product, pairs in UNEQUAL.items():
+        for i, ((h1a, h1b), (h10a, h10b)) in enumerate(pairs):
+            pair = f"{product}{i}"
+            for role, h1, h10 in (("a", h1a, h10a), ("b", h1b, h10b)):
+                rows.append((product, pair, "syntactic", role, h1, h10))
+    rows += [
+        ("A", "Ae", "writing_error", "clean", 1, 1),
+        ("A", "Ae", "writing_error", "error", 1, 1),
+    ]
+    frame = pd.DataFrame(rows, columns=["product", "pair_id", "kind", "role", "hit@1", "hit@10"])
+    frame["rr"] = frame["hit@1"].astype(float)
+    return frame
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("Flip@1", 2 / 8), ("FlipProd@1", 1.2 / 3), ("Flip@10", 2 / 8), ("FlipProd@10", 1 / 3)],
+)
+def test_flip_definitions_differ_with_unequal_pairs_per_product(name, expected):
+    assert metric_value(_unequal_frame(), name) == pytest.approx(expected, abs=1e-12)
+    assert parse_metric(name).items(_unequal_frame()) == 8
+
+
+def test_flip_units_are_products_for_both_definitions():
+    frame = _unequal_frame()
+    pooled = parse_metric("Flip@1").units(frame)
+    assert pooled.to_dict("list") == {
+        "product": ["A", "B", "C"],
+        "num": [1.0, 0.0, 1.0],
+        "den": [1.0, 2.0, 5.0],
+    }
+    per_product = parse_metric("FlipProd@1").units(frame)
+    assert per_product.to_dict("list") == {
+        "product": ["A", "B", "C"],
+        "num": [1.0, 0.0, 0.2],
+        "den": [1.0, 1.0, 1.0],
+    }
+
+
+def test_flip_bootstrap_resamples_whole_products():
+    # Every replicate of the pair share is a pooled ratio over a multiset of 3 whole products
+    # (num, den) = A (1, 1), B (0, 2), C (1, 5).  {A, C, C} gives (1 + 1 + 1) / (1 + 5 + 5) =
+    # 3/11, a value resampling the 8 pairs one by one (k/8) could never give.
+    import itertools
+
+    units = parse_metric("Flip@1").units(_unequal_frame())
+    num, den = units["num"].to_numpy(), units["den"].to_numpy()
+    possible = {
+        round(num[list(c)].sum() / den[list(c)].sum(), 12)
+        for c in itertools.combinations_with_replacement(range(3), 3)
+    }
+    reps = bootstrap_replicates(units, 500, 0, "D", "Flip@1")
+    assert {round(r, 12) for r in reps} <= possible
+    assert round(3 / 11, 12) in {round(r, 12) for r in reps}
+    for name in ("Flip@1", "FlipProd@1"):
+        (row,) = bootstrap_summary(
+            {"D": parse_metric(name).units(_unequal_frame())}, samples=200, confidence=0.95, seed=0
+        )
+        assert row["products"] == 3 and row["ci_low"] <= row["value"] <= row["ci_high"]
+
+
+def test_flip_variants_are_registered_with_their_tables():
+    assert MetricSettings().pqb[:2] == ("Flip", "FlipProd")
+    assert METRICS.get("Flip").table == "flip_rrstd"
+    assert METRICS.get("FlipProd").table is None  # summary CSV only
+    settings = MetricSettings()
+    assert "FlipProd@10" in settings.all_metrics()
+    assert not any(m.startswith("FlipProd") for m in settings.pqb_metrics("flip_rrstd"))
+    assert metric_header("FlipProd@5") == "Flip (per product)@5"

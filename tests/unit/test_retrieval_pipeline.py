@@ -145,6 +145,11 @@ def test_tables_and_figures(stage, tmp_path):
     table = pd.read_csv(csv["flip_rrstd"])
     assert list(table["retriever"]) == stage["names"]
     assert {"Flip@1", "Flip@1 ci_low", "RRstd@200", "pairs"} <= set(table.columns)
+    # The table shows the paper's pair share; the per-product variant is only in the summary.
+    assert not any(c.startswith("FlipProd") for c in table.columns)
+    assert {"Flip@1", "FlipProd@1"} <= set(stage["summary"]["metric"])
+    caption = (tmp_path / "flip_rrstd.tex").read_text()
+    assert "the paper's" in caption and "(FlipProd@K), is in the summary CSV" in caption
     text = (tmp_path / "effectiveness.tex").read_text()
     assert r"\begin{tabular}" in text and "Configuration: unit." in text
     assert r"\textbf{" in text or "*" not in text

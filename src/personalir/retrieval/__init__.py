@@ -7,7 +7,8 @@ Modules, in the order the data flows through them:
                   (models are resolved by ``personalir.common.models``, shared by all stages)
 ``lexical`` ...   one module per family: lexical, sparse, dense, hybrid, late_interaction, rerank
 ``runio``         TREC run files: writing, and reading with errors that name the line
-``metrics``       per-query ranks and measures; Flip@K, RRstd, Deg@K, MRRdeg; ir_measures
+``metrics``       per-query ranks and measures; Flip@K (+ per product), RRstd, Deg@K, MRRdeg;
+                  ir_measures
 ``stats``         bootstrap confidence intervals and paired randomisation tests
 ``pipeline``      what a workflow rule (or the bring-your-own CLI) runs end to end
 ``tables``        the paper's tables (CSV + LaTeX) and ``figures``

@@ -1,7 +1,7 @@
 """The paper's retrieval figures, drawn from the summary table (no model is re-run).
 
-``flip_by_depth``  Flip@K against K, one line per retriever, 95% bootstrap band; one panel per
-                   domain and one for the average.
+``flip_by_depth``  Flip@K (the pair share) against K, one line per retriever, 95% bootstrap
+                   band; one panel per domain and one for the average.
 ``deg_ci``         Deg@K per retriever as bars with 95% bootstrap intervals, grouped by K.
 """
 
@@ -97,7 +97,7 @@ def flip_by_depth(summary, names, domains, metrics: MetricSettings, path: str) -
         ax.minorticks_off()
         ax.set_title(display_label(domain))
         ax.set_xlabel("K")
-    axes[0].set_ylabel("Flip@K (lower is more robust)")
+    axes[0].set_ylabel("Flip@K, share of pairs (lower is more robust)")
     _legend(fig, axes)
     _save(fig, path)
     plt.close(fig)

@@ -11,8 +11,14 @@ PQB metrics, each written as a ratio of per-product sums, ``value = sum_p num_p 
 so that the bootstrap and the paired tests resample products (queries of one product are not
 independent):
 
-``Flip@K``      per product, the mean over its syntactic pairs (a, b) of
-                ``|hit@K(a) - hit@K(b)|``; averaged over products (num_p = that mean, den_p = 1).
+``Flip@K``      the share of syntactic pairs (a, b) with different top-K hit status,
+                ``|hit@K(a) - hit@K(b)| = 1``, every pair counting once, pooled over products
+                (the paper's definition; num_p = the product's flipped pairs, den_p = its
+                pairs).
+``FlipProd@K``  the reference code's variant: per product, the share of its pairs that flip;
+                averaged over products, each product weighing the same however many pairs it
+                has (num_p = that share, den_p = 1). It equals Flip@K when every product has
+                the same number of pairs.
 ``RRstd@D``     per product with at least two distinct syntactic queries (distinct by user and
                 text), the population standard deviation of RR@D over them; averaged over
                 products. D = 200: a target ranked below 200 counts RR = 0.
@@ -48,7 +54,7 @@ class MetricSettings:
     rr_depth: int = 200
     standard: tuple[str, ...] = ("R@1", "R@5", "R@10", "R@20", "RR@200", "nDCG@10")
     #: Registered PQB metric families computed (``retrieval.metrics.pqb``).
-    pqb: tuple[str, ...] = ("Flip", "RRstd", "Deg", "MRRdeg")
+    pqb: tuple[str, ...] = ("Flip", "FlipProd", "RRstd", "Deg", "MRRdeg")
 
     @classmethod
     def from_config(cls, section: Mapping) -> MetricSettings:
@@ -143,8 +149,9 @@ class Metric:
     order: ClassVar[int]
     #: the ``retrieval.metrics`` key holding its cut-offs K (``flip_k``, ``deg_k``, ``rr_depth``)
     cutoff_key: ClassVar[str]
-    #: the table it is printed in (``flip_rrstd``: syntactic pairs, ``degradation``: errors)
-    table: ClassVar[str]
+    #: the table it is printed in (``flip_rrstd``: syntactic pairs, ``degradation``: errors;
+    #: None: in no table, only in the summary CSV and the significance tests)
+    table: ClassVar[str | None]
 
     def units(self, frame: pd.DataFrame) -> pd.DataFrame:  # pragma: no cover - interface
         raise NotImplementedError
@@ -179,20 +186,46 @@ def empty_units() -> pd.DataFrame:
     return pd.DataFrame({"product": pd.Series(dtype=str), "num": [], "den": []})
 
 
+def _syntactic_flips(frame: pd.DataFrame, k: int) -> pd.DataFrame:
+    """Evaluated syntactic pairs with ``flip`` = 1 when exactly one query hits at K."""
+    pairs = query_pairs(frame, "syntactic", f"hit@{k}")
+    pairs["flip"] = (pairs["a"] - pairs["b"]).abs().astype(float)
+    return pairs
+
+
 @METRICS.register("Flip")
 @dataclass(frozen=True)
 class FlipAtK(Metric):
+    """The paper's Flip@K: the share of query pairs with different top-K hit status."""
+
     label, order, cutoff_key, table = "Flip", 10, "flip_k", "flip_rrstd"
 
     def items(self, frame: pd.DataFrame) -> int:
         return len(query_pairs(frame, "syntactic", "rr"))
 
     def units(self, frame: pd.DataFrame) -> pd.DataFrame:
-        k = self.params["k"]
-        pairs = query_pairs(frame, "syntactic", f"hit@{k}")
+        # A product's flipped pairs over its pairs: the pooled ratio counts each pair once.
+        pairs = _syntactic_flips(frame, self.params["k"])
         if pairs.empty:
             return empty_units()
-        pairs["flip"] = (pairs["a"] - pairs["b"]).abs()
+        out = pairs.groupby("product", sort=True)["flip"].agg(["sum", "count"]).reset_index()
+        return out.rename(columns={"sum": "num", "count": "den"}).astype({"den": float})
+
+
+@METRICS.register("FlipProd")
+@dataclass(frozen=True)
+class FlipPerProduct(Metric):
+    """The reference code's Flip@K: per-product flip shares, averaged over products."""
+
+    label, order, cutoff_key, table = "Flip (per product)", 11, "flip_k", None
+
+    def items(self, frame: pd.DataFrame) -> int:
+        return len(query_pairs(frame, "syntactic", "rr"))
+
+    def units(self, frame: pd.DataFrame) -> pd.DataFrame:
+        pairs = _syntactic_flips(frame, self.params["k"])
+        if pairs.empty:
+            return empty_units()
         out = pairs.groupby("product", sort=True)["flip"].mean().rename("num").reset_index()
         out["den"] = 1.0
         return out
@@ -271,7 +304,8 @@ class StandardMeasure(Metric):
 
 
 def parse_metric(name: str, rr_depth: int = 200) -> Metric:
-    """``Flip@10``, ``RRstd@200``, ``Deg@5``, ``MRRdeg@200``; anything else is ir_measures'."""
+    """``Flip@10``, ``FlipProd@10``, ``RRstd@200``, ``Deg@5``, ``MRRdeg@200``; anything else is
+    ir_measures'."""
     m = _NAME.match(name)
     if m and m.group("family") in METRICS:
         family, k = m.group("family"), int(m.group("k"))
