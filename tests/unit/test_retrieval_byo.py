@@ -130,6 +130,7 @@ def test_released_file_end_to_end_with_drops_and_unpaired(files, capsys):
     assert list(products.loc["B0001", "attribute_values"])[:3] == ["Fender", "Sunburst", "Alder"]
     assert products.loc["B0001", "document"].startswith("Fender Stratocaster Electric Guitar.")
     assert f"{D}: corpus of 5 products built from" in err
+    assert "(0 records quarantined); document = title + description + features" in err
     # the console says what is evaluated, what was dropped and why
     assert (
         f"{D}: released {{asin: [{{asin, uid, syntax_query, typo_query}}]}} file, "
@@ -269,3 +270,39 @@ def test_bm25_ties_corpus_order_by_default_and_native_as_bm25s():
 def test_bm25_unknown_tie_rule_is_refused():
     with pytest.raises(ValueError, match=r"ties 'random' not in \['corpus_order', 'native'\]"):
         _rank("random")
+
+
+# --- the workflow's path keeps its messages and report --------------------------------------
+
+
+def test_workflow_path_names_the_config_key_and_keeps_its_report(files, tmp_path, caplog):
+    from personalir.common.config import validate_config
+    from personalir.retrieval.byo_corpus import corpus_from_meta
+    from personalir.retrieval.pipeline import prepare_queries
+
+    corpus_from_meta(
+        meta_path=files["meta"], out_dir=tmp_path / "c", data_section=validate_config({})["data"]
+    )
+    recs = [r for r in from_released(byo.RELEASED, D) if r["kind"] != "unpaired"]
+    write_benchmark(tmp_path / "benchmark.jsonl", recs)
+    kwargs = dict(domain=D, source="benchmark", source_path=tmp_path / "benchmark.jsonl",
+                  corpus_path=tmp_path / "c" / "products.parquet")  # fmt: skip
+    with pytest.raises(BenchmarkFormatError, match="set retrieval.queries.unknown_products: drop"):
+        prepare_queries(**kwargs, unknown_products="error", out_path=tmp_path / "q.jsonl",
+                        report_path=tmp_path / "r.json")  # fmt: skip
+    report = prepare_queries(**kwargs, unknown_products="drop", out_path=tmp_path / "q.jsonl",
+                             report_path=tmp_path / "r.json")  # fmt: skip
+    assert report["queries_dropped_by_reason"]["product_not_in_corpus"]["queries"] == 4
+    assert (
+        "dropped 4 of 10 queries (2 syntactic, 2 writing_error) because their product is not "
+        "in the corpus (1 products, e.g. B9999); 6 queries kept"
+    ) in caplog.text
+    # nothing dropped, benchmark source: the report has exactly the keys it always had
+    kept = [r for r in recs if r["product"] != "B9999"]
+    write_benchmark(tmp_path / "benchmark.jsonl", kept)
+    report = prepare_queries(**kwargs, unknown_products="error", out_path=tmp_path / "q.jsonl",
+                             report_path=tmp_path / "r.json")  # fmt: skip
+    assert list(report) == [
+        "queries_read", "products_not_in_corpus", "queries_dropped", "queries", "pairs",
+        "queries_by_kind", "products", "domain", "source", "source_path",
+    ]  # fmt: skip

@@ -61,11 +61,11 @@ from pathlib import Path
 from personalir.common.config import REPO_ROOT, validate_config
 from personalir.queries.benchmark_format import RELEASED_FORMATS
 from personalir.retrieval.base import RunSettings
+from personalir.retrieval.byo_corpus import DOCUMENT_FIELDS, corpus_from_meta
 from personalir.retrieval.corpus import FORMAT_NAMES
 from personalir.retrieval.figures import deg_ci, flip_by_depth
 from personalir.retrieval.metrics import MetricSettings
 from personalir.retrieval.pipeline import (
-    corpus_from_meta,
     evaluate_runs,
     import_run,
     prepare_queries,
@@ -307,7 +307,9 @@ def prepare_inputs(args: argparse.Namespace, config: dict, out: Path) -> tuple[l
                 meta_path=meta_path, out_dir=out / d, data_section=config["data"]
             )
             print(
-                f"{d}: corpus of {report['products']} products built from {meta_path}",
+                f"{d}: corpus of {report['products']} products built from {meta_path} "
+                f"({report['ingest'].get('records_quarantined', 0)} records quarantined); "
+                f"document = {DOCUMENT_FIELDS}",
                 file=sys.stderr,
             )
     else:
