@@ -306,3 +306,10 @@ def test_workflow_path_names_the_config_key_and_keeps_its_report(files, tmp_path
         "queries_read", "products_not_in_corpus", "queries_dropped", "queries", "pairs",
         "queries_by_kind", "products", "domain", "source", "source_path",
     ]  # fmt: skip
+
+
+def test_one_record_jsonl_is_the_older_format(tmp_path):
+    path = tmp_path / "one.jsonl"
+    path.write_text('{"asin": "B0002", "uid": "u3", "query": "yamaha digital piano"}\n')
+    data, found = read_released(path)
+    assert found == "released-v0" and list(data) == ["B0002"]

@@ -180,6 +180,8 @@ def read_released(path: str | Path, query_format: str = "released") -> tuple[dic
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         data = _jsonl_records(path, text, exc)
+    if isinstance(data, dict) and isinstance(data.get("query"), str) and "asin" in data:
+        data = [data]  # a JSONL of one older-format record
     if isinstance(data, dict):
         if query_format == "released-v0":
             raise BenchmarkFormatError(
