@@ -117,11 +117,18 @@ def test_unknown_product_error_names_the_flag(files, capsys):
     assert "retrieval.queries.unknown_products" not in err
 
 
-def test_released_file_end_to_end_with_drops_and_unpaired(files, capsys):
-    assert (
-        main(_argv(files, files["released"], "--unknown-products", "drop", "--catalog", "bm25"))
-        == 0
+def test_released_file_end_to_end_with_drops_and_unpaired(files, capsys, tmp_path):
+    # a run file made elsewhere that scores every target level with B0004: all tied
+    kept = [r for r in from_released(byo.RELEASED, D) if r["product"] != "B9999"]
+    run = "".join(
+        f"{r['query_id']} Q0 {r['product']} 1 1.5 tied\n{r['query_id']} Q0 B0004 2 1.5 tied\n"
+        for r in kept
     )
+    (tmp_path / f"tied_{D}.run").write_text(run)
+    tied = "tied=" + str(tmp_path / f"tied_{D}.run").replace(D, "{domain}")
+    argv = _argv(files, files["released"], "--unknown-products", "drop", "--catalog", "bm25",
+                 "--run", tied)  # fmt: skip
+    assert main(argv) == 0
     err = capsys.readouterr().err
     out = files["out"]
     # the corpus was built from the meta file: 5 products, their details read as attributes
@@ -160,11 +167,15 @@ def test_released_file_end_to_end_with_drops_and_unpaired(files, capsys):
     # ... and counted among the distinct queries of the effectiveness measures (6, see the
     # fixture), while Flip and Deg average only their pairs (1 and 2)
     summary = pd.read_csv(out / "summary.csv")
-    here = summary[summary["domain"] == D].set_index("metric")["items"]
+    here = summary[(summary["domain"] == D) & (summary["retriever"] == "bm25")]
+    here = here.set_index("metric")["items"]
     assert here["R@1"] == 6
     assert here["Flip@1"] == 1
     assert here["Deg@1"] == 2
     assert (out / "table_effectiveness.csv").exists()
+    # ties: BM25 scores every target above the rest here; the imported run ties them all
+    assert f"bm25 {D}: 0 of 7 retrieved targets tie another document's score" in err
+    assert f"tied {D}: 7 of 7 retrieved targets tie another document's score" in err
 
 
 @pytest.mark.parametrize("fmt", ["released", "released-v0"])
@@ -277,7 +288,7 @@ def test_bm25_unknown_tie_rule_is_refused():
 
 def test_workflow_path_names_the_config_key_and_keeps_its_report(files, tmp_path, caplog):
     from personalir.common.config import validate_config
-    from personalir.retrieval.byo_corpus import corpus_from_meta
+    from personalir.retrieval.byo import corpus_from_meta
     from personalir.retrieval.pipeline import prepare_queries
 
     corpus_from_meta(

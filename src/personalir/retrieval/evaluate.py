@@ -39,7 +39,8 @@ Ties: every built-in retriever orders equal scores by corpus position, i.e. by a
 ``parent_asin`` (documents are sorted by id), so a ranking never depends on an algorithm's
 internal order; the BM25 retriever's ``ties: native`` parameter keeps bm25s' own order instead
 (for comparison with plain bm25s). Imported run files are read by score, highest first,
-ties broken by their rank column (personalir.retrieval.runio).
+ties broken by their rank column (personalir.retrieval.runio). The console says, per
+retriever and domain, how many retrieved targets tie another document's score.
 
 Settings: the metrics, bootstrap, significance, depth and the ``--catalog`` retrievers come
 from ``--config`` (default: config/config.yaml's ``retrieval`` section and seed; ``data`` for
@@ -59,9 +60,9 @@ import sys
 from pathlib import Path
 
 from personalir.common.config import REPO_ROOT, validate_config
-from personalir.queries.benchmark_format import RELEASED_FORMATS
+from personalir.queries.benchmark_format import RELEASED_FORMATS, read_benchmark
 from personalir.retrieval.base import RunSettings
-from personalir.retrieval.byo_corpus import DOCUMENT_FIELDS, corpus_from_meta
+from personalir.retrieval.byo import DOCUMENT_FIELDS, corpus_from_meta, tied_targets
 from personalir.retrieval.corpus import FORMAT_NAMES
 from personalir.retrieval.figures import deg_ci, flip_by_depth
 from personalir.retrieval.metrics import MetricSettings
@@ -258,6 +259,13 @@ def main(argv: list[str] | None = None) -> int:
                 first_stage_paths=[str(out / d / f"{first}.run") for d in domains]
                 if first
                 else None,
+            )
+        for d, run_path, query_path in zip(domains, runs, queries, strict=True):
+            tied, found = tied_targets(run_path, read_benchmark(query_path))
+            print(
+                f"{name} {d}: {tied} of {found} retrieved targets tie another document's "
+                "score (their rank follows the tie order)",
+                file=sys.stderr,
             )
         evaluate_runs(
             name=name,

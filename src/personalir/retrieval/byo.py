@@ -1,14 +1,15 @@
-"""The corpus of a bring-your-own evaluation built from an Amazon Reviews 2023 meta file.
+"""Helpers of the bring-your-own command (``pqb-evaluate``) that the workflow does not use.
 
-Used by ``pqb-evaluate --meta`` only (not by the workflow, whose ``ingest`` and
-``product_documents`` rules build ``products.parquet``): the same two steps, into the
-command's output folder.
+:func:`corpus_from_meta` builds the corpus from an Amazon Reviews 2023 meta file with the
+same two steps as the workflow's ``ingest`` and ``product_documents`` rules, into the
+command's output folder. :func:`tied_targets` counts the queries whose target shares its
+score with another retrieved document: their rank depends on the tie order.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq
 from personalir.common.io import write_json, write_parquet
 from personalir.data.ingest import ingest_meta
 from personalir.data.products import ProductRules, build_product_table
+from personalir.retrieval.runio import read_run_text
 
 log = logging.getLogger(__name__)
 
@@ -74,3 +76,22 @@ def _quality_line(quality: Mapping) -> str:
     if reasons:
         line += " (" + ", ".join(f"{n} {r}" for r, n in reasons.items()) + ")"
     return line
+
+
+def tied_targets(run_path: str | Path, records: Iterable[Mapping]) -> tuple[int, int]:
+    """(queries whose retrieved target ties another document's score, queries whose target
+    was retrieved), scores compared as written in the run file (6 decimals)."""
+    target = {r["query_id"]: r["product"] for r in records}
+    scores: dict[str, dict[str, str]] = {}
+    for line in read_run_text(run_path).splitlines():
+        fields = line.split()
+        if len(fields) == 6 and fields[0] in target:
+            scores.setdefault(fields[0], {})[fields[2]] = fields[4]
+    tied = found = 0
+    for qid, docs in scores.items():
+        score = docs.get(target[qid])
+        if score is None:
+            continue
+        found += 1
+        tied += sum(s == score for s in docs.values()) > 1
+    return tied, found
