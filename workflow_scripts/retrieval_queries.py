@@ -8,7 +8,7 @@ from personalir.retrieval.pipeline import prepare_queries
 def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("--domain", required=True)
-    ap.add_argument("--source", choices=["benchmark", "released"], required=True)
+    ap.add_argument("--source", choices=["benchmark", "released", "released-v0"], required=True)
     ap.add_argument("--source-path", required=True)
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--unknown-products", choices=["error", "drop"], default="error")

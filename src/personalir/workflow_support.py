@@ -115,9 +115,11 @@ def name_pattern(names) -> str:
 def retrieval_query_source(config: Mapping, wildcards) -> str:
     """The PQB query file of a domain: this workflow's benchmark or a released file."""
     q = config["retrieval"]["queries"]
-    if q["source"] == "released":
+    if q["source"] != "benchmark":  # released, released-v0
         if not q["released_path"]:
-            raise ValueError("retrieval.queries.source is 'released' but released_path is null")
+            raise ValueError(
+                f"retrieval.queries.source is {q['source']!r} but released_path is null"
+            )
         return q["released_path"].format(domain=wildcards.domain)
     return results_path(config["results_dir"], "queries", wildcards.domain, "benchmark.jsonl")
 

@@ -7,10 +7,11 @@ Benchmark JSONL (``results/queries/<Domain>/benchmark.jsonl``), one object per l
 ``product``    parent_asin of the product the query asks for: its relevant document (str)
 ``user_id``    the user whose wording the query carries (str)
 ``pair_id``    id shared by the two queries that are compared (str)
-``kind``       ``syntactic`` (two users, same product and core terms) or ``writing_error``
-               (one user: clean query and its error variant)
+``kind``       ``syntactic`` (two users, same product and core terms), ``writing_error``
+               (one user: clean query and its error variant) or ``unpaired`` (a query with
+               no partner: evaluated for effectiveness only, never in a robustness metric)
 ``role``       ``a`` / ``b`` within a syntactic pair; ``clean`` / ``error`` within a
-               writing-error pair
+               writing-error pair; ``single`` for an unpaired query (its ``pair_id`` is its own)
 ``text``       the query (str)
 ``core_terms`` the product's core terms the query contains (list[str])
 ``provenance`` how the query was made: candidate id, distances, edits applied (object)
@@ -18,7 +19,14 @@ Benchmark JSONL (``results/queries/<Domain>/benchmark.jsonl``), one object per l
 The released format of the PQB files is ``{asin: [{asin, uid, syntax_query, typo_query}]}``
 per domain; :func:`from_released` turns it into benchmark records. There, the syntactic pairs
 are all pairs of different users' ``syntax_query`` for the same asin (the reference metric
-definition) and each non-null ``typo_query`` pairs with its user's ``syntax_query``.
+definition) and each non-null ``typo_query`` pairs with its user's ``syntax_query``. An entry
+in no pair (the only user of its product, without a ``typo_query``) becomes an ``unpaired``
+query, so that it is still evaluated for effectiveness and counted.
+
+The older release (``released-v0``) has one query per record, ``{asin, uid, query}``, as a
+JSON list or as JSONL; :func:`read_released` recognises either shape (a JSON object is the
+current format, anything else the older one) and turns the older one into the current one
+with ``typo_query: null``.
 """
 
 from __future__ import annotations
@@ -44,7 +52,9 @@ FIELDS = (
     "core_terms",
     "provenance",
 )
-KINDS = {"syntactic": ("a", "b"), "writing_error": ("clean", "error")}
+KINDS = {"syntactic": ("a", "b"), "writing_error": ("clean", "error"), "unpaired": ("single",)}
+#: Query formats :func:`read_released` reads: the current release and the older one.
+RELEASED_FORMATS = ("released", "released-v0")
 
 
 class BenchmarkFormatError(ValueError):
@@ -130,13 +140,15 @@ def to_released(records: list[dict]) -> dict[str, list[dict]]:
     typo: dict[tuple[str, str, str], str] = {}
     by_pair: dict[str, dict[str, dict]] = defaultdict(dict)
     for rec in records:
-        if rec["kind"] == "syntactic":
+        if rec["kind"] in ("syntactic", "unpaired"):
             syntax.setdefault((rec["product"], rec["user_id"]), rec["text"])
         else:
             by_pair[rec["pair_id"]][rec["role"]] = rec
     for pair in by_pair.values():
         clean, error = pair["clean"], pair["error"]
         typo[(clean["product"], clean["user_id"], clean["text"])] = error["text"]
+        # a user with only a writing-error pair (the only user of a product) still has a row
+        syntax.setdefault((clean["product"], clean["user_id"]), clean["text"])
     out: dict[str, list[dict]] = defaultdict(list)
     for (asin, uid), text in sorted(syntax.items()):
         out[asin].append(
@@ -154,17 +166,82 @@ def write_released(path: str | Path, records: list[dict]) -> None:
     write_json(path, to_released(records))
 
 
+def read_released(path: str | Path, query_format: str = "released") -> tuple[dict, str]:
+    """A released file as the current format ``{asin: [...]}`` and the format it was in.
+
+    ``released`` accepts both shapes (an object keyed by asin: current; a JSON list or JSONL
+    of ``{asin, uid, query}``: the older one); ``released-v0`` accepts only the older one.
+    """
+    if query_format not in RELEASED_FORMATS:
+        raise ValueError(f"query format {query_format!r} not in {RELEASED_FORMATS}")
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        data = _jsonl_records(path, text, exc)
+    if isinstance(data, dict) and isinstance(data.get("query"), str) and "asin" in data:
+        data = [data]  # a JSONL of one older-format record
+    if isinstance(data, dict):
+        if query_format == "released-v0":
+            raise BenchmarkFormatError(
+                f"{path}: an object keyed by asin is the current release format, not "
+                "released-v0 (a list of {asin, uid, query}); use --query-format released"
+            )
+        return data, "released"
+    if not isinstance(data, list):
+        raise BenchmarkFormatError(
+            f"{path}: expected an object keyed by asin (current release) or a list of "
+            "{asin, uid, query} records (released-v0)"
+        )
+    return released_from_v0(data, str(path)), "released-v0"
+
+
+def _jsonl_records(path: Path, text: str, whole_error: json.JSONDecodeError) -> list:
+    records = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if lineno == 1:  # not JSONL either: report the whole-file error
+                raise BenchmarkFormatError(f"{path}: invalid JSON: {whole_error}") from None
+            raise BenchmarkFormatError(f"{path}:{lineno}: invalid JSON line: {exc}") from None
+    return records
+
+
+def released_from_v0(records: list, source: str = "released-v0 file") -> dict[str, list[dict]]:
+    """The older one-query-per-record release as the current format (no ``typo_query``)."""
+    out: dict[str, list[dict]] = defaultdict(list)
+    for i, rec in enumerate(records):
+        where = f"{source}: record {i + 1}"
+        if not isinstance(rec, dict):
+            raise BenchmarkFormatError(f"{where}: expected an object {{asin, uid, query}}")
+        missing = [k for k in ("asin", "uid", "query") if k not in rec]
+        if missing:
+            raise BenchmarkFormatError(f"{where}: missing field(s) {missing}")
+        if not isinstance(rec["asin"], str) or not rec["asin"].strip():
+            raise BenchmarkFormatError(f"{where}: asin must be a non-empty string")
+        if not isinstance(rec["query"], str) or not rec["query"].strip():
+            raise BenchmarkFormatError(f"{where}: query must be a non-empty string")
+        out[rec["asin"]].append(
+            {
+                "asin": rec["asin"],
+                "uid": rec["uid"],
+                "syntax_query": rec["query"],
+                "typo_query": None,
+            }
+        )
+    return dict(out)
+
+
 def from_released(data: dict | str | Path, domain: str) -> list[dict]:
-    """Benchmark records from a released PQB file (or its parsed content)."""
+    """Benchmark records from a released PQB file (either format) or its parsed content."""
     source = "released file"
     if not isinstance(data, dict):
         source = str(data)
-        try:
-            data = json.loads(Path(data).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise BenchmarkFormatError(f"{source}: invalid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise BenchmarkFormatError(f"{source}: expected an object keyed by asin")
+        data, _ = read_released(data)
     records: list[dict] = []
     for asin in sorted(data):
         entries = data[asin]
@@ -175,6 +252,8 @@ def from_released(data: dict | str | Path, domain: str) -> list[dict]:
             where = f"{source}: {asin}[{i}]"
             if not isinstance(e, dict) or not isinstance(e.get("syntax_query"), str):
                 raise BenchmarkFormatError(f"{where}: needs uid and a string syntax_query")
+            if not e["syntax_query"].strip():
+                raise BenchmarkFormatError(f"{where}: syntax_query is empty")
             if e.get("asin", asin) != asin:
                 raise BenchmarkFormatError(f"{where}: asin {e.get('asin')!r} != key {asin!r}")
             users.append(e)
@@ -194,6 +273,13 @@ def from_released(data: dict | str | Path, domain: str) -> list[dict]:
                     )
                 )
         for i, e in enumerate(users):
+            if len(users) == 1 and not e.get("typo_query"):
+                pair_id = f"{domain}:{asin}:one:{i}"
+                records.append(
+                    _released_record(
+                        domain, asin, e, pair_id, "unpaired", "single", e["syntax_query"], pair_id
+                    )
+                )
             if e.get("typo_query"):
                 pair_id = f"{domain}:{asin}:err:{i}"
                 records.append(

@@ -5,14 +5,16 @@ Every product of ``results/data/<Domain>/products.parquet`` is a document; its i
 ties between equal scores are broken the same way everywhere (lower position first).
 
 Queries come either from our benchmark file (``results/queries/<Domain>/benchmark.jsonl``) or
-from a released PQB file (``{asin: [{asin, uid, syntax_query, typo_query}]}``); both end up as
-benchmark records (see :mod:`personalir.queries.benchmark_format`). A query's relevant
-document is its ``product``; a product that is not in the corpus can never be retrieved, so
-by default it is an error (``unknown_products: drop`` removes those pairs and counts them).
+from a released PQB file (``{asin: [{asin, uid, syntax_query, typo_query}]}``, or the older
+one-query-per-record ``{asin, uid, query}`` list); all end up as benchmark records (see
+:mod:`personalir.queries.benchmark_format`). A query's relevant document is its ``product``;
+a product that is not in the corpus can never be retrieved, so by default it is an error
+(``unknown_products: drop`` removes those pairs, counts them per reason and logs the counts).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +22,25 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from personalir.queries.benchmark_format import (
+    RELEASED_FORMATS,
     BenchmarkFormatError,
     check_pairs,
     from_released,
     read_benchmark,
+    read_released,
 )
+
+log = logging.getLogger(__name__)
+#: How the workflow names the drop policy in errors (the CLI passes its flag instead).
+UNKNOWN_PRODUCTS_HINT = "set retrieval.queries.unknown_products: drop"
+#: The query file formats, as the console names them.
+FORMAT_NAMES = {
+    "benchmark": "benchmark JSONL",
+    "released": "released {asin: [{asin, uid, syntax_query, typo_query}]}",
+    "released-v0": "released-v0 (one {asin, uid, query} per record)",
+}
+#: Why a query is unpaired, in the console and the reports.
+UNPAIRED_REASON = "the only user of its product and no typo_query"
 
 
 class CorpusError(ValueError):
@@ -67,16 +83,34 @@ def corpus_from_texts(doc_ids: list[str], texts: list[str]) -> Corpus:
     return Corpus(tuple(p[0] for p in pairs), tuple(p[1] for p in pairs))
 
 
-def load_query_source(source: str, path: str | Path, domain: str) -> list[dict]:
-    """Benchmark records from our JSONL (``benchmark``) or a released PQB file (``released``)."""
+def load_query_source(source: str, path: str | Path, domain: str) -> tuple[list[dict], str]:
+    """Benchmark records from our JSONL (``benchmark``) or a released PQB file (``released``:
+    either release format, recognised by shape; ``released-v0``: only the older one), and the
+    format the file was in."""
     if source == "benchmark":
-        return read_benchmark(path)
-    if source == "released":
-        records = from_released(path, domain)
+        return read_benchmark(path), "benchmark"
+    if source in RELEASED_FORMATS:
+        data, found = read_released(path, source)
+        records = from_released(data, domain)
         for rec in records:
             rec["domain"] = domain
-        return records
-    raise ValueError(f"unknown query source {source!r} (expected 'benchmark' or 'released')")
+        kinds = Counter(rec["kind"] for rec in records)
+        log.info(
+            "%s: %s format, %d products, %d entries -> %d syntactic and %d writing-error "
+            "queries in pairs, %d unpaired (%s: evaluated for effectiveness only)",
+            path,
+            found,
+            len(data),
+            sum(len(v) for v in data.values() if isinstance(v, list)),
+            kinds["syntactic"],
+            kinds["writing_error"],
+            kinds["unpaired"],
+            UNPAIRED_REASON,
+        )
+        return records, found
+    raise ValueError(
+        f"unknown query source {source!r} (expected 'benchmark' or one of {RELEASED_FORMATS})"
+    )
 
 
 def check_queries_against_corpus(
@@ -85,8 +119,13 @@ def check_queries_against_corpus(
     *,
     unknown_products: str,
     source: str,
+    drop_hint: str = UNKNOWN_PRODUCTS_HINT,
 ) -> tuple[list[dict], dict]:
-    """Keep queries whose product is a document; drop whole pairs or fail, per the policy."""
+    """Keep queries whose product is a document; drop whole pairs or fail, per the policy.
+
+    ``drop_hint`` is how the error tells the user to drop them (the workflow's config key,
+    the CLI's flag). Dropped queries are counted per reason and kind in the report (key
+    ``queries_dropped_by_reason``, present when some were dropped) and logged."""
     for rec in records:
         if any(c.isspace() for c in rec["query_id"]):
             raise BenchmarkFormatError(
@@ -104,12 +143,31 @@ def check_queries_against_corpus(
             shown = ", ".join(sorted(missing)[:5])
             raise BenchmarkFormatError(
                 f"{source}: {len(missing)} product(s) of the queries are not in the corpus "
-                f"(e.g. {shown}); use the matching products.parquet, or set "
-                "retrieval.queries.unknown_products: drop to evaluate the rest"
+                f"(e.g. {shown}); use the matching corpus, or {drop_hint} to evaluate the rest"
             )
         bad_pairs = {rec["pair_id"] for rec in records if rec["product"] in missing}
+        dropped = [rec for rec in records if rec["pair_id"] in bad_pairs]
         kept = [rec for rec in records if rec["pair_id"] not in bad_pairs]
-        report["queries_dropped"] = len(records) - len(kept)
+        report["queries_dropped"] = len(dropped)
+        by_kind = Counter(rec["kind"] for rec in dropped)
+        report["queries_dropped_by_reason"] = {
+            "product_not_in_corpus": {
+                "queries": len(dropped),
+                "products": len(missing),
+                "by_kind": dict(sorted(by_kind.items())),
+            }
+        }
+        log.warning(
+            "%s: dropped %d of %d queries (%s) because their product is not in the corpus "
+            "(%d products, e.g. %s); %d queries kept",
+            source,
+            len(dropped),
+            len(records),
+            ", ".join(f"{n} {k}" for k, n in sorted(by_kind.items())),
+            len(missing),
+            ", ".join(sorted(missing)[:3]),
+            len(kept),
+        )
         records = kept
     check_pairs(records, source)
     kinds = Counter(rec["kind"] for rec in records)

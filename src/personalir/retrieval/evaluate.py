@@ -1,22 +1,53 @@
 """Bring your own retriever: evaluate it on PQB queries with the paper's tables and figures.
 
-Three ways in, mixable, evaluated side by side in the order given::
+Installed as ``pqb-evaluate`` (the same as ``python -m personalir.retrieval.evaluate``).
+Retrievers come five ways, mixable, evaluated side by side in the order given: ``--catalog``
+(a retriever of the config's catalogue), ``--retriever`` (a full entry as JSON), ``--run`` (a
+TREC run file made elsewhere), ``--st-model`` (any sentence-transformers model) and
+``--class`` (a class implementing the Retriever interface). For example::
 
-    python -m personalir.retrieval.evaluate \\
+    pqb-evaluate \\
         --domains Baby_Products Video_Games \\
-        --corpus 'results/data/{domain}/products.parquet' \\
+        --meta 'data/meta_{domain}.jsonl.gz' \\
         --queries 'pqb_release/{domain}.json' --query-format released \\
-        --catalog bm25 \\                              # a retriever of the config's catalogue
-        --run mine='runs/{domain}.trec' \\             # (a) a TREC run file made elsewhere
-        --st-model e5='intfloat/e5-base-v2' \\         # (b) any sentence-transformers model
-        --class overlap='personalir.retrieval.examples:TermOverlapRetriever' \\  # (c) a class
+        --unknown-products drop \\
+        --catalog bm25 \\
+        --retriever bm25_native='{"type": "bm25", "params": {"ties": "native"}}' \\
+        --run mine='runs/{domain}.trec' \\
+        --st-model e5='intfloat/e5-base-v2' \\
+        --class overlap='personalir.retrieval.examples:TermOverlapRetriever' \\
         --out byo_results
 
-``{domain}`` in a path stands for each domain. The metric, bootstrap, significance and depth
-settings come from ``--config`` (default: config/config.yaml's ``retrieval`` section and seed).
-Writes under ``--out``: <Domain>/queries.jsonl, <Domain>/<name>.run and .metrics.parquet,
-meta/<name>.json, summary.csv, significance.csv, table_{flip_rrstd,degradation,effectiveness}
-.csv/.tex, retrieval_flip_by_depth.pdf, retrieval_deg_ci.pdf.
+``{domain}`` in a path stands for each domain (any name made of letters, digits, ``_``, ``-``
+and ``.``).
+
+Corpus: ``--corpus`` is a products.parquet (the workflow's ``results/data/<Domain>/``);
+``--meta`` an Amazon Reviews 2023 meta JSONL(.gz) from which the corpus is built as the
+workflow builds it (ingest, then one document per product: title + description + features;
+``details`` are not part of the document), written to <out>/<Domain>/products.parquet.
+
+Queries (``--query-format``): ``benchmark`` is this workflow's benchmark.jsonl; ``released``
+a released PQB file, either the current ``{asin: [{asin, uid, syntax_query, typo_query}]}``
+or the older one-query-per-record format (a JSON list or JSONL of ``{asin, uid, query}``),
+recognised by shape (a JSON object: current; anything else: older); ``released-v0`` accepts
+only the older one. A released query in no pair (the only user of its product, without a
+``typo_query``) is evaluated for effectiveness only (``unpaired``) and counted; the console
+and <Domain>/queries.report.json give the counts per kind, and, with ``--unknown-products
+drop``, how many queries were dropped and why.
+
+Ties: every built-in retriever orders equal scores by corpus position, i.e. by ascending
+``parent_asin`` (documents are sorted by id), so a ranking never depends on an algorithm's
+internal order; the BM25 retriever's ``ties: native`` parameter keeps bm25s' own order instead
+(for comparison with plain bm25s). Imported run files are read by score, highest first,
+ties broken by their rank column (personalir.retrieval.runio). The console says, per
+retriever and domain, how many retrieved targets tie another document's score.
+
+Settings: the metrics, bootstrap, significance, depth and the ``--catalog`` retrievers come
+from ``--config`` (default: config/config.yaml's ``retrieval`` section and seed; ``data`` for
+``--meta``). Writes under ``--out``: <Domain>/queries.jsonl and queries.report.json,
+<Domain>/<name>.run and .metrics.parquet, meta/<name>.json, summary.csv, significance.csv,
+table_{flip_rrstd,degradation,effectiveness}.csv/.tex, retrieval_flip_by_depth.pdf,
+retrieval_deg_ci.pdf.
 """
 
 from __future__ import annotations
@@ -24,14 +55,23 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
 from personalir.common.config import REPO_ROOT, validate_config
+from personalir.queries.benchmark_format import RELEASED_FORMATS, read_benchmark
 from personalir.retrieval.base import RunSettings
+from personalir.retrieval.byo import DOCUMENT_FIELDS, corpus_from_meta, tied_targets
+from personalir.retrieval.corpus import FORMAT_NAMES
 from personalir.retrieval.figures import deg_ci, flip_by_depth
 from personalir.retrieval.metrics import MetricSettings
-from personalir.retrieval.pipeline import evaluate_runs, import_run, prepare_queries, run_retriever
+from personalir.retrieval.pipeline import (
+    evaluate_runs,
+    import_run,
+    prepare_queries,
+    run_retriever,
+)
 from personalir.retrieval.summary import (
     SummarySettings,
     load_frames,
@@ -59,46 +99,105 @@ class _Entry(argparse.Action):
         namespace.entries = entries
 
 
+DOMAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+DROP_HINT = "pass --unknown-products drop"
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
-        prog="python -m personalir.retrieval.evaluate",
+        prog="pqb-evaluate",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    ap.add_argument("--domains", nargs="+", required=True)
-    ap.add_argument("--corpus", required=True, help="products.parquet path with {domain}")
-    ap.add_argument("--queries", required=True, help="query file path with {domain}")
-    ap.add_argument("--query-format", choices=["benchmark", "released"], default="benchmark")
-    ap.add_argument("--unknown-products", choices=["error", "drop"], default="error")
-    ap.add_argument("--out", required=True, help="output folder")
-    ap.add_argument("--config", default=str(REPO_ROOT / "config" / "config.yaml"))
+    ap.add_argument(
+        "--domains",
+        nargs="+",
+        required=True,
+        metavar="DOMAIN",
+        help="domains to evaluate, each substituted for {domain} in the paths "
+        "(e.g. Musical_Instruments, or a name of your own)",
+    )
+    corpus = ap.add_mutually_exclusive_group(required=True)
+    corpus.add_argument(
+        "--corpus",
+        metavar="PATH",
+        help="products.parquet per domain ({domain} in PATH): the retrieval corpus",
+    )
+    corpus.add_argument(
+        "--meta",
+        metavar="PATH",
+        help="Amazon Reviews 2023 meta JSONL(.gz) per domain ({domain} in PATH): the corpus "
+        "is built from it into <out>/<Domain>/products.parquet",
+    )
+    ap.add_argument(
+        "--queries",
+        required=True,
+        metavar="PATH",
+        help="query file per domain ({domain} in PATH), in --query-format",
+    )
+    ap.add_argument(
+        "--query-format",
+        choices=["benchmark", *RELEASED_FORMATS],
+        default="benchmark",
+        help="benchmark: this workflow's benchmark.jsonl; released: a released PQB file, "
+        "current or older format (recognised by shape); released-v0: only the older "
+        "{asin, uid, query} list/JSONL (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--unknown-products",
+        choices=["error", "drop"],
+        default="error",
+        help="queries whose product is not in the corpus: error stops and names them, drop "
+        "removes their pairs and says how many (default: %(default)s)",
+    )
+    ap.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    ap.add_argument(
+        "--config",
+        default=str(REPO_ROOT / "config" / "config.yaml"),
+        metavar="YAML",
+        help="config whose retrieval section (metrics, bootstrap, significance, depth, "
+        "catalogue), seed and data section (for --meta) are used (default: %(default)s)",
+    )
     ap.add_argument("--label", default="bring-your-own", help="caption label of the tables")
-    ap.add_argument("--device", default=None, help="override retrieval.device")
-    ap.add_argument("--threads", type=int, default=1)
-    for opt, help_ in (
-        ("--run", "NAME=PATH: a TREC run file per domain ({domain} in PATH)"),
-        ("--st-model", "NAME=MODEL: a sentence-transformers model (hub id or folder)"),
-        ("--class", "NAME=module:Class: a class implementing the Retriever interface"),
-        ("--retriever", 'NAME=JSON: a full retriever entry, e.g. \'{"type": "splade"}\''),
-        ("--catalog", "NAME: a retriever of the config's retrieval.retrievers"),
+    ap.add_argument(
+        "--device", default=None, help="override retrieval.device (cpu, cuda, cuda:0, auto)"
+    )
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch threads of the retrievers (default: 1)"
+    )
+    for opt, metavar, help_ in (
+        ("--run", "NAME=PATH", "a TREC run file per domain ({domain} in PATH)"),
+        ("--st-model", "NAME=MODEL", "a sentence-transformers model (hub id or folder)"),
+        ("--class", "NAME=MODULE:CLASS", "a class implementing the Retriever interface"),
+        (
+            "--retriever",
+            "NAME=JSON",
+            'a full retriever entry, e.g. \'{"type": "bm25", "params": {"ties": "native"}}\'',
+        ),
+        ("--catalog", "NAME", "a retriever of the config's retrieval.retrievers"),
     ):
         ap.add_argument(
             opt,
             action=_Entry,
             dest=opt[2:].replace("-", "_"),
-            help=help_,
-            metavar="NAME" if opt == "--catalog" else "NAME=VALUE",
+            help=help_ + " (repeatable)",
+            metavar=metavar,
         )
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "entries", None):
-        build_parser().error(
-            "give at least one of --run, --st-model, --class, --retriever, --catalog"
+        parser.error("give at least one of --run, --st-model, --class, --retriever, --catalog")
+    bad = [d for d in args.domains if not DOMAIN_NAME.match(d)]
+    if bad:
+        parser.error(
+            f"--domains: {bad[0]!r} is not a safe name (letters, digits, _ - . ; not starting "
+            "with _ - .)"
         )
     import yaml
 
@@ -113,18 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     def per_domain(pattern: str) -> list[str]:
         return [str(pattern).format(domain=d) for d in domains]
 
-    corpus = per_domain(args.corpus)
-    queries = [str(out / d / "queries.jsonl") for d in domains]
-    for i, d in enumerate(domains):
-        prepare_queries(
-            domain=d,
-            source=args.query_format,
-            source_path=args.queries.format(domain=d),
-            corpus_path=corpus[i],
-            unknown_products=args.unknown_products,
-            out_path=queries[i],
-            report_path=out / d / "queries.report.json",
-        )
+    try:
+        corpus, queries = prepare_inputs(args, config, out)
+    except (ValueError, OSError) as exc:  # unreadable or inconsistent inputs: no traceback
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
     settings = RunSettings.from_config(section, seed=config["seed"], threads=args.threads)
     names = []
     for kind, name, value in args.entries:
@@ -169,6 +260,13 @@ def main(argv: list[str] | None = None) -> int:
                 if first
                 else None,
             )
+        for d, run_path, query_path in zip(domains, runs, queries, strict=True):
+            tied, found = tied_targets(run_path, read_benchmark(query_path))
+            print(
+                f"{name} {d}: {tied} of {found} retrieved targets tie another document's "
+                "score (their rank follows the tie order)",
+                file=sys.stderr,
+            )
         evaluate_runs(
             name=name,
             domains=domains,
@@ -203,6 +301,61 @@ def main(argv: list[str] | None = None) -> int:
     deg_ci(summary, names, domains, metrics, str(out / f"retrieval_deg_ci.{fmt}"))
     print(f"wrote {out}/summary.csv, tables and figures for {', '.join(names)}")
     return 0
+
+
+def prepare_inputs(args: argparse.Namespace, config: dict, out: Path) -> tuple[list, list]:
+    """Each domain's corpus (given, or built from ``--meta``) and checked queries; the
+    console gets one line per domain with the counts (what is evaluated, dropped and why)."""
+    domains = args.domains
+    if args.meta:
+        corpus = [str(out / d / "products.parquet") for d in domains]
+        for d in domains:
+            meta_path = args.meta.format(domain=d)
+            report = corpus_from_meta(
+                meta_path=meta_path, out_dir=out / d, data_section=config["data"]
+            )
+            print(
+                f"{d}: corpus of {report['products']} products built from {meta_path} "
+                f"({report['ingest'].get('records_quarantined', 0)} records quarantined); "
+                f"document = {DOCUMENT_FIELDS}",
+                file=sys.stderr,
+            )
+    else:
+        corpus = [args.corpus.format(domain=d) for d in domains]
+    queries = [str(out / d / "queries.jsonl") for d in domains]
+    for i, d in enumerate(domains):
+        report = prepare_queries(
+            domain=d,
+            source=args.query_format,
+            source_path=args.queries.format(domain=d),
+            corpus_path=corpus[i],
+            unknown_products=args.unknown_products,
+            out_path=queries[i],
+            report_path=out / d / "queries.report.json",
+            drop_hint=DROP_HINT,
+        )
+        print(query_summary(report), file=sys.stderr)
+    return corpus, queries
+
+
+def query_summary(report: dict) -> str:
+    """The console line of a domain's queries: what is evaluated, what was dropped and why."""
+    kinds = report["queries_by_kind"]
+    line = (
+        f"{report['domain']}: {FORMAT_NAMES[report.get('query_format', 'benchmark')]} file, "
+        f"{report['queries']} of {report['queries_read']} queries evaluated "
+        f"({kinds.get('syntactic', 0)} syntactic, "
+        f"{kinds.get('writing_error', 0)} writing-error, {kinds.get('unpaired', 0)} unpaired "
+        "[effectiveness only]) on "
+        f"{report['products']} products"
+    )
+    for reason, n in (report.get("queries_dropped_by_reason") or {}).items():
+        by_kind = ", ".join(f"{c} {k}" for k, c in n["by_kind"].items())
+        line += (
+            f"; dropped {n['queries']} ({by_kind}): {reason.replace('_', ' ')} "
+            f"({n['products']} products)"
+        )
+    return line
 
 
 if __name__ == "__main__":

@@ -4,7 +4,13 @@
 BM25 variant, bm25s' English stopword list, no stemming); stemming is a PyStemmer algorithm
 name (``english`` = Snowball/Porter2, ``porter`` = Porter). Tokens follow bm25s (lower case,
 ``\\b\\w\\w+\\b``, so one-character tokens are dropped). Like Lucene, only documents that share
-at least one term with the query are retrieved, best first, ties by corpus position.
+at least one term with the query are retrieved, best first. Ties (``ties``): ``corpus_order``
+(default, what every recorded run used) puts the lower corpus position first, i.e. the lower
+``parent_asin``, as every retriever of this package does; ``native`` keeps bm25s' own order,
+the top-k selection ``BM25.retrieve`` uses without JAX (``bm25s.selection.topk``, numpy
+backend: ``argpartition`` then an unstable ``argsort``), for comparison with plain bm25s
+runs. Only the order of equal scores differs, and which equal-score documents fill the last
+places at the depth.
 
 ``lucene_bm25``: Anserini's Lucene BM25 (pyserini). ``analyzer: bm25s`` indexes the very tokens
 that ``bm25`` produces (pre-tokenized, whitespace analyzer), isolating the scoring function,
@@ -76,11 +82,17 @@ class BM25Retriever(Retriever):
         "method": "lucene",
         "stopwords": "en",
         "stemmer": None,
+        "ties": "corpus_order",
     }
+    TIES = ("corpus_order", "native")
 
     def index(self, corpus: Corpus) -> None:
         import bm25s
 
+        if self.params["ties"] not in self.TIES:
+            raise RetrieverConfigError(
+                f"bm25: ties {self.params['ties']!r} not in {list(self.TIES)}"
+            )
         self.corpus = corpus
         self.tokenizer = BM25Tokenizer(self.params["stopwords"], self.params["stemmer"])
         self.bm25 = bm25s.BM25(
@@ -99,10 +111,24 @@ class BM25Retriever(Retriever):
         out: Ranking = {}
         for q, tokens in zip(queries, self.tokenizer([q.text for q in queries]), strict=True):
             scores = self.scores(tokens)
-            matching = np.flatnonzero(scores > 0)
-            best = matching[top_k(scores[matching], depth)]
+            if self.params["ties"] == "native":
+                best = native_top_k(scores, depth)
+            else:
+                matching = np.flatnonzero(scores > 0)
+                best = matching[top_k(scores[matching], depth)]
             out[q.query_id] = list(zip(doc_ids[best].tolist(), scores[best].tolist(), strict=True))
         return out
+
+
+def native_top_k(scores: np.ndarray, depth: int) -> np.ndarray:
+    """bm25s' own top-k order (as ``BM25.retrieve`` with numpy), matching documents only."""
+    from bm25s.selection import topk
+
+    k = min(int(depth), scores.shape[0])
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    top_scores, indices = topk(scores, k=k, backend="numpy", sorted=True)
+    return np.asarray(indices)[np.asarray(top_scores) > 0]
 
 
 def _ensure_java_home() -> None:

@@ -18,6 +18,8 @@ from personalir.common.io import read_json, write_json, write_parquet
 from personalir.queries.benchmark_format import read_benchmark, write_benchmark
 from personalir.retrieval.base import QueryText, RetrieverSpec, RunSettings
 from personalir.retrieval.corpus import (
+    UNKNOWN_PRODUCTS_HINT,
+    UNPAIRED_REASON,
     check_queries_against_corpus,
     load_corpus,
     load_query_source,
@@ -37,15 +39,19 @@ def prepare_queries(
     unknown_products: str,
     out_path: str | Path,
     report_path: str | Path,
+    drop_hint: str = UNKNOWN_PRODUCTS_HINT,
 ) -> dict:
-    """Benchmark records of one domain (ours or a released file), checked against the corpus."""
-    records = load_query_source(source, source_path, domain)
+    """Benchmark records of one domain (ours or a released file), checked against the corpus.
+
+    ``drop_hint``: how an unknown-product error names the drop policy (config key or flag)."""
+    records, found = load_query_source(source, source_path, domain)
     corpus = load_corpus(corpus_path)
     records, report = check_queries_against_corpus(
         records,
         frozenset(corpus.doc_ids),
         unknown_products=unknown_products,
         source=str(source_path),
+        drop_hint=drop_hint,
     )
     for rec in records:
         if rec["domain"] != domain:
@@ -55,6 +61,10 @@ def prepare_queries(
             )
     write_benchmark(out_path, records)
     report.update({"domain": domain, "source": source, "source_path": str(source_path)})
+    if source != "benchmark":  # (the workflow's default report stays as it was)
+        report["query_format"] = found
+    if report["queries_by_kind"].get("unpaired"):
+        report["unpaired_reason"] = UNPAIRED_REASON
     write_json(report_path, report)
     return report
 
