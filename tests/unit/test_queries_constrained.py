@@ -40,8 +40,10 @@ RAW = [
     " Blue,",  # 16 completes the forbidden "blue" inside the token
 ]
 ID = {text: i for i, text in enumerate(RAW)}
-EVERY = set(RAW) - {"<eos>", "<pad>", " Blue,"}
-BOUNDARY = {t for t in EVERY if not t[0].isalnum()}  # tokens that start a new word
+# At the start: every token but the end token, the never-generated one, and the free-text
+# tokens that would name "blue" (forbidden) or "red" (a core value, only as the value itself).
+EVERY = set(RAW) - {"<eos>", "<pad>", " Blue,", " Blue", " red"}
+BOUNDARY = {t for t in EVERY if not t[0].isalnum()}  # of those, the ones that start a new word
 
 
 def _encode(text: str) -> list[int]:
@@ -96,12 +98,13 @@ def test_constraint_tokenisations_and_watched_runs(spec):
 
 def test_a_started_value_is_completed_and_eos_waits_for_every_value(table, spec):
     sets, proc = _walk(table, spec, [" Vel", "vet", " Fret", ",", " Red", "<eos>"])
-    assert sets[0] == EVERY  # no EOS before the values; " Blue," never
+    assert sets[0] == EVERY  # no EOS before the values
     assert sets[1] == {"vet"}  # once started, the value is completed
     assert sets[2] == {" Fret"}
-    assert sets[3] == BOUNDARY  # a value is a whole word: no "Fretvet", no EOS (Red pending)
+    assert sets[3] == BOUNDARY  # a value is a whole word: no "Fretvet"; no EOS (Red pending)
     assert sets[4] == EVERY
-    assert sets[5] == BOUNDARY | {"<eos>"}  # every value written: EOS allowed
+    assert sets[5] == (BOUNDARY - {" Red"}) | {"<eos>"}  # every value written: EOS allowed
+    assert sets[6] == {"<eos>"}  # after the end
     assert proc.report() == {
         "rows": 1,
         "rows_with_every_value": 1,
@@ -115,32 +118,29 @@ def test_a_started_value_is_completed_and_eos_waits_for_every_value(table, spec)
 
 def test_values_in_any_order(table, spec):
     sets, proc = _walk(table, spec, ["Red", " and", " Vel", "vet", " Fret"])
-    assert sets[0] == EVERY and sets[1] == BOUNDARY  # "Red" (no space) at the start
-    assert sets[5] == BOUNDARY | {"<eos>"}
+    assert sets[0] == EVERY
+    assert sets[1] == BOUNDARY - {" Red"}  # "Red" (no space) at the start; it is written
+    assert sets[5] == (BOUNDARY - {" Red"}) | {"<eos>"}
     assert proc.written(proc.rows[0]) == [1, 0]
 
 
 def test_exactly_once_a_written_value_is_not_named_again(table, spec):
-    sets, _ = _walk(table, spec, [" Red", ",", " Vel", "vet", " Fret", " red", "s"])
-    # " red" after both values opens the word "red": it may not end there (Red would count
-    # twice), so only continuations are allowed ("reds"), not a boundary and not EOS
-    assert sets[6] == {"vet", "Red", "s", "Vel"}
-    assert sets[7] == EVERY | {"<eos>"}  # "reds" is another word
-    # free text cannot spell a pending value either: " Vel" written freely before the value...
-    sets, proc = _walk(table, spec, [" Red", " Vel"])
-    assert proc.rows[0].value is not None  # ... is the value's first token: it must go on
-    assert sets[2] == {"vet"}
+    seq = [" Red", ",", " Vel", "vet", " Fret", " Vel", "vet"]
+    sets, proc = _walk(table, spec, seq)
+    assert sets[2] == EVERY - {" Red", "Red"}  # Red is written: neither form again
+    assert sets[5] == (BOUNDARY - {" Red"}) | {"<eos>"}
+    # "velvet" in free text is another word, but " Fret" after it would name the value again
+    assert sets[7] == (EVERY - {" Red", " Fret"}) | {"<eos>"}  # "velvetred" is a word
+    assert proc.rows[0].written == [1, 0] and proc.rows[0].value is None
 
 
 def test_forbidden_catalogue_values(table, spec):
-    sets, _ = _walk(table, spec, [" Blue"])
-    assert " Blue," not in sets[0]  # names "blue" inside the token: never in free text
-    assert sets[1] == {"vet", "Red", "s", "Vel"}  # "blue" may only continue ("blues")
-    # "Dark Red" is another catalogue colour: Red cannot start right after "dark"
-    sets, proc = _walk(table, spec, [" dark", " Red"])
-    assert proc.rows[0].value is None  # " Red" here is free text, not the value ...
-    assert sets[2] == {"vet", "Red", "s", "Vel"}  # ... and "dark red" may not end
-    assert not proc.rows[0].written
+    sets, _ = _walk(table, spec, [])
+    assert not {" Blue", " Blue,"} & sets[0]  # "blue" is another catalogue colour
+    # "Dark Red" is one too: after "dark", Red may not start, and " red" is not free text
+    sets, proc = _walk(table, spec, [" dark"])
+    assert sets[1] == EVERY - {" Red"}
+    assert "Red" in sets[1]  # glued to "dark" it is another word ("darkred"), not the value
 
 
 def test_a_value_glued_to_the_word_before_is_not_the_value(table, spec):
@@ -177,8 +177,9 @@ def test_processor_masks_a_batch_with_one_constraint_per_row(table, spec):
     ids = torch.cat([prompt, torch.tensor([[ID[" Red"]], [ID[" Red"]]])], dim=1)
     scores = proc(ids, torch.zeros(2, len(RAW)))
     allowed = [{RAW[i] for i in torch.isfinite(s).nonzero().flatten().tolist()} for s in scores]
-    assert allowed[0] == BOUNDARY  # Velvet Fret still pending
-    assert allowed[1] == BOUNDARY | {"<eos>", " Blue,"}  # its value written; no forbidden one
+    assert allowed[0] == BOUNDARY - {" Red"}  # Velvet Fret still pending
+    # the second row: its only value is written, and it forbids nothing
+    assert allowed[1] == (BOUNDARY - {" Red"}) | {"<eos>", " Blue", " Blue,"}
     with pytest.raises(ValueError, match="2 constraints for a batch of 3"):
         CoreValueProcessor(table, [spec, other], 12)(torch.zeros(3, 2, dtype=torch.long), scores)
 

@@ -334,19 +334,17 @@ class CoreValueProcessor(LogitsProcessor):
             mask &= ~t.starts_word  # a value is a whole word: a boundary must follow it
         elif stuck:
             mask &= t.starts_word  # the open word would complete a watched run: continue it
+        # Tokens that complete a watched run, or leave one open (its word would have to be
+        # stretched into another word, or the text would end on it): checked with a boundary
+        # after them. What is not in these indexes completes or opens no watched last word.
         check = set(spec.inner_candidates)
-        if not after_value:
-            for w in spec.watched:
-                if w.startswith(partial):
-                    check.update(t.close_first.get(w[len(partial) :], ()))
-                    if left == 1:  # the text ends after this token: open words complete too
-                        check.update(t.open_whole.get(w[len(partial) :], ()))
-        if left == 1:
-            for w in spec.watched:
-                check.update(t.open_tail.get(w, ()))
-        tail = " " if left == 1 else ""
+        for w in spec.watched:
+            check.update(t.open_tail.get(w, ()))
+            if not after_value and w.startswith(partial):
+                check.update(t.close_first.get(w[len(partial) :], ()))
+                check.update(t.open_whole.get(w[len(partial) :], ()))
         for tok in sorted(check):
-            if mask[tok] and not advance(state, t.texts[tok] + tail, FREE, spec)[1]:
+            if mask[tok] and not advance(state, t.texts[tok] + " ", FREE, spec)[1]:
                 mask[tok] = False
         if entries:
             mask[sorted(entries)] = True
