@@ -35,6 +35,7 @@ back to the unconstrained free-text rules and are counted in :meth:`CoreValuePro
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -246,6 +247,7 @@ class CoreValueProcessor(LogitsProcessor):
         self._free = base
         self._ends = torch.tensor(table.ends, dtype=torch.long)
         self._end_set = set(table.ends)
+        self.seconds = 0.0  # time spent in the hook (the automaton's cost)
 
     # ------------------------------------------------------------------ the hook
     def start(self, batch_size: int) -> None:
@@ -257,6 +259,7 @@ class CoreValueProcessor(LogitsProcessor):
         self.rows = [RowState(s, set(range(len(s.values)))) for s in specs]
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        t0 = time.perf_counter()
         width = input_ids.shape[1]
         if self.rows is None:
             self.start(input_ids.shape[0])
@@ -270,7 +273,9 @@ class CoreValueProcessor(LogitsProcessor):
         v = scores.shape[-1]
         if mask.shape[1] < v:
             mask = torch.cat([mask, mask.new_zeros((mask.shape[0], v - mask.shape[1]))], dim=1)
-        return scores.masked_fill(~mask[:, :v].to(scores.device), float("-inf"))
+        out = scores.masked_fill(~mask[:, :v].to(scores.device), float("-inf"))
+        self.seconds += time.perf_counter() - t0
+        return out
 
     # ------------------------------------------------------------------ allowed tokens
     def allowed(self, row: RowState) -> torch.Tensor:
@@ -405,6 +410,7 @@ class CoreValueProcessor(LogitsProcessor):
             "fallback_steps": int(sum(r.fallback_steps for r in rows)),
             "dead_ends": int(sum(r.dead_ends for r in rows)),
             "violations": int(sum(r.violations for r in rows)),
+            "seconds": round(self.seconds, 3),
         }
 
 
@@ -418,4 +424,6 @@ def product_constraint(table: TokenTable, info, vocabulary, keys=None) -> ValueC
 def merge_reports(reports: Sequence[dict]) -> dict:
     """Sum of :meth:`CoreValueProcessor.report` over rounds and products."""
     keys = ("rows", "rows_with_every_value", "budget_steps", "fallback_steps", "dead_ends")
-    return {k: int(sum(r[k] for r in reports)) for k in (*keys, "violations")}
+    out = {k: int(sum(r[k] for r in reports)) for k in (*keys, "violations")}
+    out["seconds"] = round(sum(r["seconds"] for r in reports), 3)
+    return out
