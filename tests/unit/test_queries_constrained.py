@@ -188,6 +188,10 @@ def test_processor_masks_a_batch_with_one_constraint_per_row(table, spec):
 def test_build_constraint_names_a_value_it_cannot_write(table):
     with pytest.raises(ValueError, match="'---' has no words"):
         build_constraint(table, ["---"])
+    info = _product()
+    info.core_terms = ["---"]
+    with pytest.raises(ValueError, match="product B0TEST: core value '---'"):
+        product_constraint(table, info, _vocab())
     wrong = TokenTable(table.texts, table.never, table.ends, lambda s: [ID["Red"]])
     with pytest.raises(ValueError, match="'Blue': no tokenisation decodes to its words"):
         build_constraint(wrong, ["Blue"])  # a tokenizer that writes "red" for it

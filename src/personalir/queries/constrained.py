@@ -418,7 +418,10 @@ def product_constraint(table: TokenTable, info, vocabulary, keys=None) -> ValueC
     """The constraint of one product (:class:`.filters.ProductInfo`): its core terms, and the
     values the contradiction filter (with its ``keys``) would reject in its queries."""
     banned = vocabulary.forbidden(info.keys, info.values, keys=keys, title=info.title)
-    return build_constraint(table, info.core_terms, [" ".join(w) for _, w in banned])
+    try:
+        return build_constraint(table, info.core_terms, [" ".join(w) for _, w in banned])
+    except ValueError as exc:
+        raise ValueError(f"product {info.asin}: {exc} (queries.lm.constrained)") from None
 
 
 def merge_reports(reports: Sequence[dict]) -> dict:
