@@ -1,7 +1,8 @@
 """Candidate-generation backends: one interface, registered by name (config ``queries.backends``).
 
 ``lm``       the instruction model fine-tuned with LoRA on the seed set (:mod:`.lm`), sampled
-             with the paper's settings (temperature, top-p, short outputs); rounds of
+             with the paper's settings (temperature, top-p, short outputs), optionally under
+             the core-value constraint (``constrained``, :mod:`.constrained`); rounds of
              ``candidates_per_round`` per product are drawn until ``min_valid`` candidates pass
              the lexical check or ``max_rounds`` is reached ("regenerate until enough
              survive"); at sample scale only ``products`` of the sampled products get LM
@@ -63,7 +64,9 @@ class GrammarBackend(CandidateBackend):
 
 @BACKENDS.register("lm")
 class LanguageModelBackend(CandidateBackend):
-    """Needs ``model`` and ``tokenizer`` (with the LoRA adapter loaded) in ``resources``."""
+    """Needs ``model`` and ``tokenizer`` (with the LoRA adapter loaded) in ``resources``; with
+    ``constrained`` also ``vocabulary`` (the domain's :class:`.terms.AttributeVocabulary`) and
+    ``contradiction_keys`` (the contradiction filter's ``keys``)."""
 
     name = "lm"
 
@@ -81,19 +84,24 @@ class LanguageModelBackend(CandidateBackend):
                 len(chosen), size=s["products"], replace=False
             )
             chosen = [chosen[i] for i in sorted(pick)]
-        out, tokens, seconds, rounds_used = [], 0, 0.0, []
+        constrain = self._constraint_builder(tok) if s.get("constrained") else None
+        out, tokens, seconds, rounds_used, automata = [], 0, 0.0, [], []
         for info in chosen:
             prompt = chat_prompt(tok, info.head, info.core_attributes)
+            spec = constrain(info) if constrain else None
             n_ok = 0
             for rnd in range(1, s["max_rounds"] + 1):
                 gen = torch.Generator(device=model.device).manual_seed(
                     derive_seed(self.seed, "queries", "lm", self.domain, info.asin, rnd) % 2**63
                 )
                 t0 = time.perf_counter()
+                hook = self._processor(spec, prompt, tok) if spec else None
                 res = sample_shared_prompt(
-                    model, tok, prompt, s["candidates_per_round"], sampling, gen
+                    model, tok, prompt, s["candidates_per_round"], sampling, gen, hook
                 )
                 seconds += time.perf_counter() - t0
+                if hook is not None:
+                    automata.append(hook.report())
                 for r in res:
                     tokens += r["n_tokens"]
                     counts = count_terms(r["text"], info.core_terms).values()
@@ -121,4 +129,35 @@ class LanguageModelBackend(CandidateBackend):
             "tokens_per_second": round(tokens / seconds, 2) if seconds else None,
             "rounds_per_product": rounds_used,
         }
+        if constrain:  # (unconstrained reports keep their keys)
+            from personalir.queries.constrained import merge_reports
+
+            self.stats["constrained"] = True
+            self.stats["constraint"] = merge_reports(automata)
         return out
+
+    def _constraint_builder(self, tok):
+        """``ProductInfo -> ValueConstraint`` over one token table of ``tok``."""
+        from personalir.queries.constrained import TokenTable, product_constraint
+
+        if self.resources.get("frequency", 1) != 1:
+            raise ValueError(
+                "queries.lm.constrained writes each core value once: it needs "
+                f"queries.filters.lexical.frequency = 1 (is {self.resources['frequency']})"
+            )
+        if "vocabulary" not in self.resources:
+            raise ValueError("queries.lm.constrained needs the domain's attribute vocabulary")
+        t0 = time.perf_counter()
+        table = self._table = TokenTable.from_tokenizer(tok)
+        seconds = time.perf_counter() - t0
+        log.info("constrained decoding: token table of %d in %.1f s", len(table), seconds)
+        vocab, keys = self.resources["vocabulary"], self.resources.get("contradiction_keys")
+        return lambda info: product_constraint(table, info, vocab, keys)
+
+    def _processor(self, spec, prompt, tok):
+        from personalir.queries.constrained import CoreValueProcessor
+
+        width = len(tok(prompt, add_special_tokens=False)["input_ids"])
+        return CoreValueProcessor(
+            self._table, spec, self.settings["max_new_tokens"], prompt_length=width
+        )

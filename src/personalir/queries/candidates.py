@@ -154,6 +154,9 @@ def build_candidates(
     chosen, sample_report = sample_products(products, reviewers, params, seed, domain, n_core_terms)
     infos = product_infos(products[products["parent_asin"].isin(chosen)])
     ordered = [infos[a] for a in chosen]
+    vocab = AttributeVocabulary.from_products(
+        products["attribute_keys"].map(list), products["attribute_values"].map(list)
+    )
     rows, backend_stats = [], {}
     for name in params["backends"]:
         resources = {}
@@ -164,6 +167,8 @@ def build_candidates(
                 "model": generator[0],
                 "tokenizer": generator[1],
                 "frequency": params["filters"]["lexical"]["frequency"],
+                "vocabulary": vocab,
+                "contradiction_keys": params["filters"]["contradiction"]["keys"],
             }
         backend = BACKENDS.get(name)(params[name], seed=seed, domain=domain, **resources)
         made = backend.generate(ordered)
@@ -177,9 +182,6 @@ def build_candidates(
         rows, columns=["candidate_id", "product", "backend", "round", "text", "detail"]
     )
     cands["detail"] = [json.dumps(d, sort_keys=True) for d in cands["detail"]]
-    vocab = AttributeVocabulary.from_products(
-        products["attribute_keys"].map(list), products["attribute_values"].map(list)
-    )
     ctx = FilterContext(infos, vocab, params["filters"], perplexity=perplexity)
     eager = params["filters"]["eager"]
     t_f = time.perf_counter()

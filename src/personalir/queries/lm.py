@@ -163,11 +163,15 @@ def sample_shared_prompt(
     n: int,
     settings: SamplingSettings,
     generator,
+    logits_processor=None,
 ) -> list[dict]:
     """``n`` sampled continuations of ``prompt`` (see the module docstring).
 
     Returns per candidate ``{"text", "n_tokens", "finished"}``: ``finished`` is false when the
     candidate hit ``max_new_tokens`` before an end token (it is kept, the filters judge it).
+    ``logits_processor``: a transformers-style ``(input_ids, scores) -> scores`` hook applied
+    before temperature and top-p, as ``generate`` applies one (constrained decoding,
+    :mod:`personalir.queries.constrained`).
     """
     import torch
 
@@ -184,6 +188,8 @@ def sample_shared_prompt(
         length = torch.zeros(n, dtype=torch.long, device=dev)
         past_len = ids.shape[1]
         for _ in range(settings.max_new_tokens):
+            if logits_processor is not None:
+                logits = logits_processor(torch.cat([ids.expand(n, -1), tokens], dim=1), logits)
             scaled = logits / max(settings.temperature, 1e-6)
             probs = torch.softmax(_top_p_filter(scaled, settings.top_p), dim=-1)
             nxt = torch.multinomial(probs, 1, generator=generator).squeeze(1)

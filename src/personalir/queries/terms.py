@@ -23,9 +23,14 @@ _WORD = re.compile(r"[a-z0-9]+")
 _SEPARATORS = re.compile(r"[-_/'\u2019]+")
 
 
+def normalised(text: str) -> str:
+    """``text`` lower-cased with separators read as spaces; its words are the ``[a-z0-9]+`` runs."""
+    return _SEPARATORS.sub(" ", text.lower())
+
+
 def words(text: str) -> list[str]:
     """Normalised words of ``text`` (see the module docstring)."""
-    return _WORD.findall(_SEPARATORS.sub(" ", text.lower()))
+    return _WORD.findall(normalised(text))
 
 
 def term_key(term: str) -> tuple[str, ...]:
@@ -99,13 +104,29 @@ class AttributeVocabulary:
         ``keys`` limits the check to those attribute keys.
         """
         toks = words(text)
+        return [
+            (k, " ".join(other))
+            for k, other in self.forbidden(product_keys, product_values, keys=keys, title=title)
+            if _occurs(other, toks)
+        ]
+
+    def forbidden(
+        self,
+        product_keys: Sequence[str],
+        product_values: Sequence[str],
+        keys=None,
+        title: str = "",
+    ) -> list[tuple[str, tuple[str, ...]]]:
+        """``(key, value words)`` that would contradict the product if a query named them (the
+        rule of :meth:`contradictions`, before looking at any text); constrained decoding
+        (:mod:`personalir.queries.constrained`) keeps them out of the LM's candidates."""
         title_toks = words(title)
         own = {term_key(v) for v in product_values}
         own_words = {w for v in own for w in v}
         by_key: dict[str, set[tuple[str, ...]]] = {}
         for k, v in zip(product_keys, product_values, strict=True):
             by_key.setdefault(str(k), set()).add(term_key(v))
-        found = []
+        out = []
         for k, mine in sorted(by_key.items()):
             if keys is not None and k not in keys:
                 continue
@@ -114,9 +135,8 @@ class AttributeVocabulary:
                     continue
                 if _occurs(other, title_toks):
                     continue
-                if _occurs(other, toks):
-                    found.append((k, " ".join(other)))
-        return found
+                out.append((k, other))
+        return out
 
 
 def _occurs(seq: tuple[str, ...], toks: list[str]) -> bool:
