@@ -222,14 +222,9 @@ KEYS = ["Brand", "Color", "Material", "Age Range", "Style"]
 def tiny(tmp_path_factory):
     from personalir.common.causal_lm import load_causal_lm
     from personalir.common.models import resolve_model
-    from personalir.queries import lm
-    from personalir.queries.seeds import load_seeds
-    from tests.fixtures.models import build_tiny_qwen2
+    from tests.fixtures.models import build_seed_qwen2
 
-    seeds = load_seeds()
-    texts = [s["query"] for s in seeds] + [lm.SYSTEM_PROMPT, "Product system user assistant"]
-    texts += [f"{k}: {v} {s['product_type']}" for s in seeds for k, v in s["attributes"]]
-    path = build_tiny_qwen2(tmp_path_factory.mktemp("tiny_qwen2"), texts)
+    path = build_seed_qwen2(tmp_path_factory.mktemp("tiny_qwen2"))
     model, tok = load_causal_lm(resolve_model(str(path)))
     return model, tok, TokenTable.from_tokenizer(tok)
 

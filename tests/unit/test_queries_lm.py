@@ -14,15 +14,13 @@ from personalir.common.causal_lm import load_causal_lm  # noqa: E402
 from personalir.common.models import ModelNotAvailableError, resolve_model  # noqa: E402
 from personalir.queries import lm  # noqa: E402
 from personalir.queries.seeds import load_seeds  # noqa: E402
-from tests.fixtures.models import build_tiny_qwen2  # noqa: E402
+from tests.fixtures.models import build_seed_qwen2  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     seeds = load_seeds()
-    texts = [s["query"] for s in seeds] + [lm.SYSTEM_PROMPT, "Product system user assistant"]
-    texts += [f"{k}: {v} {s['product_type']}" for s in seeds for k, v in s["attributes"]]
-    path = build_tiny_qwen2(tmp_path_factory.mktemp("tiny_qwen2"), texts)
+    path = build_seed_qwen2(tmp_path_factory.mktemp("tiny_qwen2"))
     ref = resolve_model(str(path))
     model, tok = load_causal_lm(ref)
     return {"path": path, "model": model, "tok": tok, "seeds": seeds}
