@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from personalir.queries.filters import (
     VALID,
@@ -100,3 +101,39 @@ def test_fluency_filter_uses_the_context_scorer():
     assert out["status"].tolist() == [VALID, "fluency"]
     assert out["perplexity"].tolist() == [50.0, 500.0]
     assert out.loc[1, "reason"] == "perplexity 500.0 > 100.0"
+
+
+def test_youden_bound_and_shuffled_seeds_golden():
+    from personalir.queries.generator import fluency_bound, shuffled_texts, youden_bound
+
+    # keep <= b: b = 3 keeps 3/4 of the fluent and 0/4 of the shuffled texts (J = 0.75); b = 9
+    # keeps all fluent and 1/4 shuffled (J = 0.75 too): ties take the smaller bound.
+    assert youden_bound([1, 2, 3, 9], [5, 6, 9.5, 20]) == (3.0, 0.75)
+    assert youden_bound([1, 2], [3, 4]) == (2.0, 1.0)
+    out = shuffled_texts(["a b c d", "one", "x x", "red guitar strap"], seed=3)
+    assert out[1:3] == ["one", "x x"]  # nothing to reorder
+    for orig, new in ((out[0], "a b c d"), (out[3], "red guitar strap")):
+        assert orig != new and sorted(orig.split()) == sorted(new.split())
+    assert shuffled_texts(["a b c d"], seed=3) == out[:1]  # seeded
+    bound, info = fluency_bound(
+        {"max_perplexity": None, "calibration": "shuffled_seeds"}, [1, 2, 3, 9], [5, 6, 9.5, 20]
+    )
+    assert bound == 3.0 and info["seeds_kept"] == 0.75 and info["shuffled_kept"] == 0.0
+    assert info["auc_seed_below_shuffled"] == pytest.approx(14 / 16)
+    q, info = fluency_bound({"max_perplexity": None, "seed_quantile": 0.5}, [1, 2, 3, 9], None)
+    assert q == 2.5 and info["bound_from"] == "seed quantile 0.5"
+    assert fluency_bound({"max_perplexity": 7.0}, [1], None) == (7.0, {"bound_from": "config"})
+
+
+def test_semantic_bound_from_mismatched_documents():
+    from personalir.queries.filters import semantic_bound
+
+    mism = np.array([0.1, 0.2, 0.3, 0.4, np.nan])
+    bound, info = semantic_bound(
+        {"semantic": {"min_similarity": None, "mismatch_quantile": 0.5}}, mism
+    )
+    assert bound == pytest.approx(0.25) and info["mismatched"] == 4
+    fixed = {"semantic": {"min_similarity": 0.35, "mismatch_quantile": 0.5}}
+    assert semantic_bound(fixed, mism) == (0.35, {"bound_from": "config"})
+    with pytest.raises(ValueError, match="single sampled product"):
+        semantic_bound({"semantic": {"min_similarity": None, "mismatch_quantile": 0.5}}, mism[-1:])

@@ -70,6 +70,40 @@ def test_shared_prompt_sampling_is_seeded_and_matches_full_recompute(tiny):
     assert torch.allclose(step, full, atol=1e-5)
 
 
+def test_batched_prompts_match_each_prompt_sampled_alone(tiny):
+    """Left-padded prompts of different lengths in one batch: each product's candidates are
+    those it gets on its own from the same generator (positions follow each prompt)."""
+    model, tok = tiny["model"], tiny["tok"]
+    prompts = [
+        lm.chat_prompt(tok, "stroller", [("Brand", "Nestwell"), ("Color", "Gray")]),
+        lm.chat_prompt(
+            tok,
+            "high chair",
+            [
+                ("Brand", "Tumbletot"),
+                ("Material", "Wood"),
+                ("Color", "Natural"),
+                ("Style Name", "Convertible"),
+            ],
+        ),
+        lm.chat_prompt(tok, "crib sheet", [("Brand", "Dreamlet")]),
+    ]
+    widths = {len(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts}
+    assert len(widths) == 3  # the batch really is padded
+    settings = lm.SamplingSettings(temperature=0.9, top_p=0.95, max_new_tokens=8)
+    together = lm.sample_prompts(
+        model, tok, prompts, 4, settings, [torch.Generator().manual_seed(10 + k) for k in range(3)]
+    )
+    alone = [
+        lm.sample_shared_prompt(model, tok, p, 4, settings, torch.Generator().manual_seed(10 + k))
+        for k, p in enumerate(prompts)
+    ]
+    assert [len(r) for r in together] == [4, 4, 4]
+    assert together == alone
+    with pytest.raises(ValueError, match="2 generators for 3 prompts"):
+        lm.sample_prompts(model, tok, prompts, 4, settings, [torch.Generator()] * 2)
+
+
 def test_top_p_keeps_the_smallest_prefix_reaching_the_mass():
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
     kept = torch.isfinite(lm._top_p_filter(logits, 0.7))

@@ -164,3 +164,18 @@ def test_attribution_checks_and_held_out_knn():
     knn = HeldOutKNN(emb, np.array([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0], [1.0, 0.0]]), k=2)
     assert knn("A", np.array([2.0, 0.0])) > knn("B", np.array([2.0, 0.0]))
     assert knn("nobody", np.array([1.0, 0.0])) == -np.inf
+
+
+def test_preferred_backend_wins_over_a_larger_margin_when_the_user_owns_one():
+    """b2 (margin smaller than b1's) is an LM candidate: with prefer_backends [lm] B takes
+    it; C owns no LM candidate and falls back to its best-margin one (c1)."""
+    profs, ids, texts, z = _scene()
+    fl = FluencyCache(lambda batch: [10.0] * len(batch), max_perplexity=100.0)
+    rank = [0 if i == "b2" else 1 for i in ids]
+    kw = dict(per_product=None, distance="jeffreys", fluency=fl)
+    sel = select_product_pairs("P", ["A", "B", "C"], profs, ids, texts, z, preference=rank, **kw)
+    by_user = {s["user_id"]: s["candidate_id"] for s in sel.pairs[0]["sides"].values()}
+    assert by_user == {"B": "b2", "C": "c1"}
+    plain = select_product_pairs("P", ["A", "B", "C"], profs, ids, texts, z, **kw)
+    by_user = {s["user_id"]: s["candidate_id"] for s in plain.pairs[0]["sides"].values()}
+    assert by_user == {"B": "b1", "C": "c1"}

@@ -5,8 +5,8 @@
              the core-value constraint (``constrained``, :mod:`.constrained`); rounds of
              ``candidates_per_round`` per product are drawn until ``min_valid`` candidates pass
              the lexical check or ``max_rounds`` is reached ("regenerate until enough
-             survive"); at sample scale only ``products`` of the sampled products get LM
-             candidates (CPU budget, docs/queries.md).
+             survive"); ``products_per_batch`` products are decoded in one batch;
+             ``products`` (null: all) limits which sampled products get LM candidates.
 ``grammar``  the construction grammar (:mod:`.grammar`): the core terms in many sentence
              shapes, for syntactic diversity the small model cannot afford on CPU.
 
@@ -73,7 +73,7 @@ class LanguageModelBackend(CandidateBackend):
     def generate(self, products):
         import torch
 
-        from personalir.queries.lm import SamplingSettings, chat_prompt, sample_shared_prompt
+        from personalir.queries.lm import SamplingSettings, chat_prompt, sample_prompts
 
         s = self.settings
         model, tok = self.resources["model"], self.resources["tokenizer"]
@@ -85,49 +85,73 @@ class LanguageModelBackend(CandidateBackend):
             )
             chosen = [chosen[i] for i in sorted(pick)]
         constrain = self._constraint_builder(tok) if s.get("constrained") else None
-        out, tokens, seconds, rounds_used, automata = [], 0, 0.0, [], []
-        for info in chosen:
-            prompt = chat_prompt(tok, info.head, info.core_attributes)
-            spec = constrain(info) if constrain else None
-            n_ok = 0
-            for rnd in range(1, s["max_rounds"] + 1):
-                gen = torch.Generator(device=model.device).manual_seed(
-                    derive_seed(self.seed, "queries", "lm", self.domain, info.asin, rnd) % 2**63
-                )
+        prompts = {i.asin: chat_prompt(tok, i.head, i.core_attributes) for i in chosen}
+        specs = {i.asin: constrain(i) for i in chosen} if constrain else {}
+        made: dict[str, list[dict]] = {i.asin: [] for i in chosen}
+        n_ok = dict.fromkeys(made, 0)
+        rounds_used = dict.fromkeys(made, 0)
+        tokens, seconds, automata = 0, 0.0, []
+        per_batch = max(int(s.get("products_per_batch") or 1), 1)
+        n = s["candidates_per_round"]
+        for rnd in range(1, s["max_rounds"] + 1):
+            todo = [
+                i
+                for i in chosen
+                if rnd == 1 or s["min_valid"] is None or n_ok[i.asin] < s["min_valid"]
+            ]
+            for b in range(0, len(todo), per_batch):
+                group = todo[b : b + per_batch]
+                gens = [
+                    torch.Generator(device=model.device).manual_seed(
+                        derive_seed(self.seed, "queries", "lm", self.domain, i.asin, rnd) % 2**63
+                    )
+                    for i in group
+                ]
                 t0 = time.perf_counter()
-                hook = self._processor(spec, prompt, tok) if spec else None
-                res = sample_shared_prompt(
-                    model, tok, prompt, s["candidates_per_round"], sampling, gen, hook
+                texts = [prompts[i.asin] for i in group]
+                hook = (
+                    self._processor([specs[i.asin] for i in group], n, texts, tok)
+                    if specs
+                    else None
                 )
+                res = sample_prompts(model, tok, texts, n, sampling, gens, hook)
                 seconds += time.perf_counter() - t0
                 if hook is not None:
                     automata.append(hook.report())
-                for r in res:
-                    tokens += r["n_tokens"]
-                    counts = count_terms(r["text"], info.core_terms).values()
-                    ok = all(n == self.resources.get("frequency", 1) for n in counts)
-                    n_ok += ok
-                    out.append(
-                        {
-                            "product": info.asin,
-                            "backend": self.name,
-                            "round": rnd,
-                            "text": r["text"],
-                            "detail": {"n_tokens": r["n_tokens"], "finished": r["finished"]},
-                        }
-                    )
-                if s["min_valid"] is not None and n_ok >= s["min_valid"]:
-                    break
-            rounds_used.append(rnd)
-            log.info("lm %s: %d rounds, %d lexically valid", info.asin, rnd, n_ok)
+                for info, rows in zip(group, res, strict=True):
+                    rounds_used[info.asin] = rnd
+                    for r in rows:
+                        tokens += r["n_tokens"]
+                        counts = count_terms(r["text"], info.core_terms).values()
+                        n_ok[info.asin] += all(
+                            c == self.resources.get("frequency", 1) for c in counts
+                        )
+                        made[info.asin].append(
+                            {
+                                "product": info.asin,
+                                "backend": self.name,
+                                "round": rnd,
+                                "text": r["text"],
+                                "detail": {"n_tokens": r["n_tokens"], "finished": r["finished"]},
+                            }
+                        )
+        for info in chosen:
+            log.info(
+                "lm %s: %d rounds, %d lexically valid",
+                info.asin,
+                rounds_used[info.asin],
+                n_ok[info.asin],
+            )
+        out = [c for i in chosen for c in made[i.asin]]  # product by product, round by round
         self.stats = {
             "products": len(chosen),
+            "products_per_batch": per_batch,
             "candidates": len(out),
             "generated_tokens": tokens,
             "sampling_seconds": round(seconds, 3),
             "candidates_per_second": round(len(out) / seconds, 3) if seconds else None,
             "tokens_per_second": round(tokens / seconds, 2) if seconds else None,
-            "rounds_per_product": rounds_used,
+            "rounds_per_product": [rounds_used[i.asin] for i in chosen],
         }
         if constrain:  # (unconstrained reports keep their keys)
             from personalir.queries.constrained import merge_reports
@@ -154,10 +178,13 @@ class LanguageModelBackend(CandidateBackend):
         vocab, keys = self.resources["vocabulary"], self.resources.get("contradiction_keys")
         return lambda info: product_constraint(table, info, vocab, keys)
 
-    def _processor(self, spec, prompt, tok):
+    def _processor(self, specs, n, prompts, tok):
+        """One hook for a batch: prompt ``k``'s constraint on its ``n`` rows; the prompts are
+        left-padded to the longest."""
         from personalir.queries.constrained import CoreValueProcessor
 
-        width = len(tok(prompt, add_special_tokens=False)["input_ids"])
+        width = max(len(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts)
+        rows = [spec for spec in specs for _ in range(n)]
         return CoreValueProcessor(
-            self._table, spec, self.settings["max_new_tokens"], prompt_length=width
+            self._table, rows, self.settings["max_new_tokens"], prompt_length=width
         )

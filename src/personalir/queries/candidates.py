@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from personalir.common.artifacts import StageInputError, read_reviewers
 from personalir.common.io import read_json, write_json, write_parquet
-from personalir.common.seeding import rng
+from personalir.common.seeding import derive_seed, rng
 from personalir.queries.filters import FilterContext, ProductInfo, apply_filters, filter_counts
 from personalir.queries.generator import (
     base_perplexity,
@@ -125,6 +125,23 @@ CANDIDATE_SCHEMA = pa.schema(
 )
 
 
+def removed_examples(cands: pd.DataFrame, names: list[str], k: int = 3) -> dict:
+    """Per filter and backend, the first ``k`` candidates it removed (id, text, reason)."""
+    out: dict = {}
+    for name in names:
+        gone = cands[cands["status"] == name]
+        per = {}
+        for backend, grp in gone.groupby("backend", sort=True):
+            per[backend] = [
+                {"candidate_id": c, "text": t, "reason": r}
+                for c, t, r in zip(
+                    grp["candidate_id"][:k], grp["text"][:k], grp["reason"][:k], strict=True
+                )
+            ]
+        out[name] = per
+    return out
+
+
 def read_candidates(path) -> pd.DataFrame:
     """A domain's ``candidates.parquet`` (every column of ``CANDIDATE_SCHEMA``)."""
     df = pq.read_table(path).to_pandas()
@@ -182,7 +199,13 @@ def build_candidates(
         rows, columns=["candidate_id", "product", "backend", "round", "text", "detail"]
     )
     cands["detail"] = [json.dumps(d, sort_keys=True) for d in cands["detail"]]
-    ctx = FilterContext(infos, vocab, params["filters"], perplexity=perplexity)
+    ctx = FilterContext(
+        infos,
+        vocab,
+        params["filters"],
+        perplexity=perplexity,
+        seed=derive_seed(seed, "queries", "semantic-calibration", domain),
+    )
     eager = params["filters"]["eager"]
     t_f = time.perf_counter()
     cands = apply_filters(cands, ctx, eager)
@@ -192,6 +215,8 @@ def build_candidates(
         "backends": backend_stats,
         "filters_applied": eager,
         "counts": filter_counts(cands, eager),
+        "removed_examples": removed_examples(cands, eager),
+        "semantic_calibration": ctx.semantic_calibration,
         "seconds": {
             "filters": round(time.perf_counter() - t_f, 2),
             "total": round(time.perf_counter() - t0, 2),

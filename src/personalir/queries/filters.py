@@ -62,6 +62,9 @@ class FilterContext:
     settings: dict  # the ``queries.filters`` config section
     encoder: object | None = None  # sentence encoder for ``semantic`` (built on first use)
     perplexity: Callable[[list[str]], list[float]] | None = None  # for ``fluency``
+    seed: int = 0  # for the semantic bound's mismatched documents
+    mismatched: np.ndarray | None = None  # set by the semantic filter
+    semantic_calibration: dict | None = None  # set by the semantic filter
 
 
 @FILTERS.register("lexical")
@@ -142,21 +145,57 @@ class SentenceEncoder:
 
 
 def semantic_similarities(cands: pd.DataFrame, ctx: FilterContext) -> np.ndarray:
+    """Each candidate's cosine similarity to its own product's document. Also sets
+    ``ctx.mismatched``: each candidate's similarity to another sampled product's document
+    (a seeded derangement of the products), the calibration sample of the semantic bound."""
     if ctx.encoder is None:
         ctx.encoder = SentenceEncoder(ctx.settings["semantic"]["model"])
     products = sorted(set(cands["product"]))
     docs = ctx.encoder.encode([ctx.products[p].document for p in products])
     doc_of = dict(zip(products, docs, strict=True))
     q = ctx.encoder.encode(cands["text"].tolist()) if len(cands) else np.zeros((0, 1))
-    return np.array([float(v @ doc_of[p]) for v, p in zip(q, cands["product"], strict=True)])
+    own = np.array([float(v @ doc_of[p]) for v, p in zip(q, cands["product"], strict=True)])
+    ctx.mismatched = np.full(len(own), np.nan)
+    if len(products) > 1:
+        gen = np.random.default_rng(ctx.seed)
+        cycle = [str(p) for p in gen.permutation(products)]
+        shift = {p: cycle[(k + 1) % len(cycle)] for k, p in enumerate(cycle)}
+        ctx.mismatched = np.array(
+            [float(v @ doc_of[shift[p]]) for v, p in zip(q, cands["product"], strict=True)]
+        )
+    return own
+
+
+def semantic_bound(settings: dict, mismatched: np.ndarray) -> tuple[float, dict]:
+    """The semantic filter's smallest similarity: ``min_similarity`` when set; otherwise the
+    ``mismatch_quantile`` quantile of the candidates' similarities to *another* product's
+    document, so a kept candidate is closer to its own product than that share of queries
+    are to a product they do not describe."""
+    sem = settings["semantic"]
+    if sem["min_similarity"] is not None:
+        return float(sem["min_similarity"]), {"bound_from": "config"}
+    m = mismatched[np.isfinite(mismatched)]
+    if not len(m):
+        raise ValueError(
+            "queries.filters.semantic.min_similarity is null (calibrated on other products' "
+            "documents) but the domain has a single sampled product: set a number"
+        )
+    q = float(sem["mismatch_quantile"])
+    bound = float(np.quantile(m, q))
+    return bound, {
+        "bound_from": f"mismatched-document quantile {q}",
+        "mismatched": int(len(m)),
+        "mismatched_quantiles": {str(k): float(np.quantile(m, k)) for k in (0.5, 0.9, q, 1.0)},
+    }
 
 
 @FILTERS.register("semantic")
 def semantic_filter(cands: pd.DataFrame, ctx: FilterContext) -> list[str | None]:
     sims = semantic_similarities(cands, ctx)
     cands["similarity"] = sims
-    low = ctx.settings["semantic"]["min_similarity"]
-    return [None if s >= low else f"similarity {s:.3f} < {low}" for s in sims]
+    low, ctx.semantic_calibration = semantic_bound(ctx.settings, ctx.mismatched)
+    ctx.semantic_calibration["min_similarity"] = low
+    return [None if s >= low else f"similarity {s:.3f} < {low:.3f}" for s in sims]
 
 
 def fluency_reason(perplexity: float, max_perplexity: float) -> str | None:

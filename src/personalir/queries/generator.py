@@ -49,6 +49,62 @@ def scoring_prefix(tokenizer) -> str:
     return head
 
 
+def shuffled_texts(texts: list[str], seed: int) -> list[str]:
+    """Each text with its words in a seeded random order different from the original (texts
+    of one word, or of identical words, stay as they are): the disfluent counterpart of a
+    fluent text with the same tokens."""
+    gen = np.random.default_rng(seed)
+    out = []
+    for t in texts:
+        w = t.split()
+        order = list(range(len(w)))
+        if len(set(w)) > 1:
+            while order == list(range(len(w))) or [w[i] for i in order] == w:
+                order = [int(i) for i in gen.permutation(len(w))]
+        out.append(" ".join(w[i] for i in order))
+    return out
+
+
+def youden_bound(keep: list[float], remove: list[float]) -> tuple[float, float]:
+    """The perplexity bound ``b`` (keep ``x <= b``) maximising Youden's J = share of ``keep``
+    kept - share of ``remove`` kept, among the observed values; ties take the smallest bound.
+    Returns ``(b, J)``."""
+    pos, neg = np.sort(np.asarray(keep, float)), np.sort(np.asarray(remove, float))
+    best, best_j = float(pos[-1]), -np.inf
+    for b in np.unique(np.concatenate([pos, neg])):
+        j = np.searchsorted(pos, b, "right") / len(pos) - np.searchsorted(neg, b, "right") / len(
+            neg
+        )
+        if j > best_j + 1e-12:
+            best, best_j = float(b), float(j)
+    return best, best_j
+
+
+def fluency_bound(fl: dict, seed_ppl: list[float], shuffled_ppl: list[float] | None):
+    """The fluency filter's bound and how it was set (config, a seed quantile, or the seed
+    queries against their word-shuffled versions, :func:`youden_bound`)."""
+    if fl["max_perplexity"] is not None:
+        return float(fl["max_perplexity"]), {"bound_from": "config"}
+    if shuffled_ppl is None:
+        q = fl["seed_quantile"]
+        return float(np.quantile(np.asarray(seed_ppl), q)), {"bound_from": f"seed quantile {q}"}
+    bound, j = youden_bound(seed_ppl, shuffled_ppl)
+    seeds, shuf = np.asarray(seed_ppl), np.asarray(shuffled_ppl)
+    auc = float(
+        np.mean(seeds[:, None] < shuf[None, :]) + 0.5 * np.mean(seeds[:, None] == shuf[None, :])
+    )
+    return bound, {
+        "bound_from": "seed queries vs their word-shuffled versions (Youden's J)",
+        "youden_j": round(j, 4),
+        "seeds_kept": float(np.mean(seeds <= bound)),
+        "shuffled_kept": float(np.mean(shuf <= bound)),
+        "auc_seed_below_shuffled": round(auc, 4),
+        "shuffled_perplexity_quantiles": {
+            str(q): float(np.quantile(shuf, q)) for q in (0.5, 0.9, 0.95, 1.0)
+        },
+    }
+
+
 def run_lm(
     seeds_path, params: dict, seed: int, out: dict, threads: int = 1, model_cache=None
 ) -> dict:
@@ -68,6 +124,11 @@ def run_lm(
     prefix = scoring_prefix(tok)
     t1 = time.perf_counter()
     seed_ppl = perplexities(model, tok, [s["query"] for s in seeds], prefix=prefix)
+    fl = params["filters"]["fluency"]
+    shuffled = shuffled_ppl = None
+    if fl["max_perplexity"] is None and fl.get("calibration", "seed_quantile") == "shuffled_seeds":
+        shuffled = shuffled_texts([s["query"] for s in seeds], derive_seed(seed, "fluency-shuffle"))
+        shuffled_ppl = perplexities(model, tok, shuffled, prefix=prefix)
     ppl_s = time.perf_counter() - t1
     t2 = time.perf_counter()
     model, history = train_lora(
@@ -81,10 +142,7 @@ def run_lm(
             target = out["adapter"] if name.endswith(".safetensors") else out["adapter_config"]
             with atomic_path(target, suffix=Path(name).suffix) as tmp:
                 shutil.copyfile(Path(td) / name, tmp)
-    fl = params["filters"]["fluency"]
-    bound = fl["max_perplexity"]
-    if bound is None:
-        bound = float(np.quantile(np.asarray(seed_ppl), fl["seed_quantile"]))
+    bound, calibration = fluency_bound(fl, seed_ppl, shuffled_ppl)
     report = {
         "model": lm["model"],
         "model_path": ref.path,
@@ -106,9 +164,11 @@ def run_lm(
                 str(q): float(np.quantile(seed_ppl, q)) for q in (0.5, 0.9, 0.95, 1.0)
             },
             "max_perplexity": bound,
-            "bound_from": "config"
-            if fl["max_perplexity"] is not None
-            else f"seed quantile {fl['seed_quantile']}",
+            **calibration,
+            "shuffled_examples": [
+                {"text": t, "perplexity": float(p)}
+                for t, p in zip((shuffled or [])[:3], (shuffled_ppl or [])[:3], strict=True)
+            ],
         },
         "threads": threads,
     }

@@ -10,7 +10,9 @@ default: the symmetrised Kullback-Leibler divergence of the full rank-one + diag
 Gaussians), each user and each candidate at most once per product, up to ``per_product``
 pairs. The query of ``a`` is, among ``a``'s own candidates against ``b``, the one of largest
 normalised margin ``D_b^2/t_b - D_a^2/t_a`` that passes the fluency filter (evaluated
-lazily, cached); likewise for ``b``. A pair whose side has no fluent candidate is skipped and
+lazily, cached), taken first from the preferred backends' candidates (config
+``pairs.prefer_backends``, the language model by default) when ``a`` owns one; likewise for
+``b``. A pair whose side has no fluent candidate is skipped and
 counted.
 
 Error pairs. Each syntactic query ``q`` of user ``u`` gets the error variant that the error
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,8 +75,13 @@ def select_product_pairs(
     distance: str,
     fluency: FluencyCache,
     min_distance: float = 0.0,
+    preference: Sequence[int] | None = None,
 ) -> ProductSelection:
-    """Syntactic pairs of one product (see the module docstring)."""
+    """Syntactic pairs of one product (see the module docstring).
+
+    ``preference``: per candidate, its backend's rank in ``pairs.prefer_backends`` (0 first;
+    candidates of other backends rank last); a side takes its best-margin fluent candidate
+    of the best rank it has. None: margin alone decides."""
     dist_fn = GAUSSIAN_DISTANCES.get(distance)
     report = {
         "reviewers": len(users),
@@ -85,6 +92,7 @@ def select_product_pairs(
     }
     if len(users) < 2 or not texts:
         return ProductSelection([], report)
+    rank = [0] * len(texts) if preference is None else [int(r) for r in preference]
     norm = np.stack([profiles[u].distance_sq(z) / profiles[u].threshold for u in users])
     accept = norm <= 1.0
     report["accepted_by_any"] = int(accept.any(0).sum())
@@ -105,8 +113,8 @@ def select_product_pairs(
     def pick(me: int, other: int) -> int | None:
         own = np.flatnonzero(accept[me] & ~accept[other])
         own = [int(c) for c in own if int(c) not in used_cands]
-        # Largest normalised margin first; ties by candidate id (stable, deterministic).
-        own.sort(key=lambda c: (-(norm[other, c] - norm[me, c]), cand_ids[c]))
+        # Preferred backends first, then largest normalised margin; ties by candidate id.
+        own.sort(key=lambda c: (rank[c], -(norm[other, c] - norm[me, c]), cand_ids[c]))
         for c in own:
             if fluency.fluent(texts[c]):
                 return c

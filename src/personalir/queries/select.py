@@ -138,12 +138,20 @@ class _DomainSelection:
             distance=self.pair_cfg["distance"],
             fluency=self.fluency,
             min_distance=self.pair_cfg["min_distance"],
+            preference=self._preference(rows),
         )
         self.product_reports[asin] = sel.report
         self._count_unmatched(users, rows)
         info = infos[asin]
         for k, pair in enumerate(sel.pairs):
             self._add_pair(asin, info, k, pair, rows)
+
+    def _preference(self, rows: np.ndarray) -> list[int]:
+        """Each candidate's rank in ``pairs.prefer_backends`` (other backends rank last)."""
+        prefer = list(self.pair_cfg.get("prefer_backends") or [])
+        last = len(prefer)
+        backends = self.valid["backend"].to_numpy()[rows]
+        return [prefer.index(b) if b in prefer else last for b in backends]
 
     def _count_unmatched(self, users: list[str], rows: np.ndarray) -> None:
         """Candidates with style rules that no reviewer of their product accepts."""
