@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from personalir.common.config import load_config  # noqa: E402
 from personalir.data.products import ProductRules, build_product_table  # noqa: E402
 from personalir.data.sample_world import build_world, meta_record  # noqa: E402
-from personalir.data.sample_world_families import ConfusabilityParams  # noqa: E402
+from personalir.data.sample_world_families import OFF, ConfusabilityParams  # noqa: E402
 from personalir.queries.candidates import sample_products  # noqa: E402
 from personalir.retrieval.base import QueryText  # noqa: E402
 from personalir.retrieval.corpus import corpus_from_texts  # noqa: E402
@@ -119,7 +119,7 @@ def main() -> int:
     args = ap.parse_args()
     config = load_config(args.config)
     configured = ConfusabilityParams.from_config(config["sample"]["confusability"])
-    catalogues = {"family-free": ConfusabilityParams(), "configured": configured}
+    catalogues = {"family-free": OFF, "configured": configured}
     rows = [
         {"catalogue": name, **measure(config, domain, knobs)}
         for domain in config["domains"]

@@ -72,7 +72,7 @@ class ConfusabilityError(ValueError):
 class ConfusabilityParams:
     """Knobs of the catalogue's confusable structure (``sample.confusability``)."""
 
-    family_share: float = 0.8
+    family_share: float = 0.7
     family_size: int = 5
     differing_attributes: tuple[str, ...] = ATTRIBUTES
     max_differing: int = 2
