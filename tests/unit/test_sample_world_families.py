@@ -174,3 +174,16 @@ def test_same_seed_same_catalogue_other_seed_differs():
 def test_bad_settings_are_rejected_naming_the_key(section, match):
     with pytest.raises(ConfusabilityError, match=match):
         ConfusabilityParams.from_config(section)
+
+
+def test_library_default_is_the_configured_and_the_schema_default():
+    from pathlib import Path
+
+    from personalir.common.config import load_config, validate_config
+    from personalir.data.sample_world import CONFUSABILITY
+
+    root = Path(__file__).resolve().parents[2]
+    configured = load_config(root / "config" / "config.yaml")["sample"]["confusability"]
+    schema_default = validate_config({})["sample"]["confusability"]
+    assert ConfusabilityParams.from_config(configured) == CONFUSABILITY
+    assert ConfusabilityParams.from_config(schema_default) == CONFUSABILITY
