@@ -3,6 +3,7 @@
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
 from personalir.data.sample_world import build_world, write_world
+from personalir.data.sample_world_families import ConfusabilityParams
 from personalir.data.search_log import SearchLogParams, write_search_log
 
 
@@ -26,6 +27,7 @@ def main() -> None:
         n_products=p["n_products"],
         n_users=p["n_users"],
         min_sentences_per_user=p["min_sentences_per_user"],
+        confusability=ConfusabilityParams.from_config(p["confusability"]),
     )
     counts = write_world(world, reviews=args.reviews, meta=args.meta, truth=args.truth)
     log.info("%s: %s", args.domain, counts)

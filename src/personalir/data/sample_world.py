@@ -45,6 +45,7 @@ from personalir.common.seeding import derive_seed
 from personalir.data.sample_world_catalogue import build_products, finish_products
 from personalir.data.sample_world_constructions import CONSTRUCTION_IDS, CONSTRUCTIONS, POS_CLASSES
 from personalir.data.sample_world_errors import MECHANISM_DESCRIPTIONS, MECHANISM_NAMES
+from personalir.data.sample_world_families import ConfusabilityParams, build_families
 from personalir.data.sample_world_lexicon import DOMAIN_SPECS
 from personalir.data.sample_world_model import (
     ALNUM,
@@ -77,8 +78,10 @@ from personalir.data.sample_world_writing import (
 )
 
 GENERATOR_NAME = "personalir.data.sample_world"
-GENERATOR_VERSION = "1.0.0"
+GENERATOR_VERSION = "1.1.0"
 DOMAINS = ("Baby_Products", "Musical_Instruments", "Video_Games")
+# The embedded default's confusable catalogue (config/config.yaml, `sample.confusability`).
+CONFUSABILITY = ConfusabilityParams()
 
 
 def build_world(
@@ -89,6 +92,7 @@ def build_world(
     n_products: int = 300,
     n_users: int = 150,
     min_sentences_per_user: int = 50,
+    confusability: ConfusabilityParams = CONFUSABILITY,
     params: GeneratorParams = PARAMS,
 ) -> World:
     """Draw the in-memory world of one domain (products, users, chronological reviews)."""
@@ -101,7 +105,27 @@ def build_world(
     def stream(name: str) -> np.random.Generator:
         return np.random.default_rng(derive_seed(seed, "sample_world", domain, name))
 
-    products, brand_weight = build_products(spec, n_p, Draw(stream("products")), params)
+    # Families replace independent products (the catalogue keeps its size); the independent
+    # ones are the first draws of the family-free catalogue.
+    n_families = confusability.n_families(n_p)
+    n_family_products = n_families * confusability.products_per_family
+    products, brand_weight, makers = build_products(
+        spec, n_p - n_family_products, Draw(stream("products")), params
+    )
+    if n_families:
+        taken = {a for p in products for a in p.variant_asins}
+        family = build_families(
+            spec,
+            n_families,
+            confusability,
+            Draw(stream("families")),
+            params,
+            makers,
+            brand_weight,
+            taken,
+        )
+        products += family
+    n_p = len(products)
     user_rng = stream("users")
     users = build_users(
         spec, n_u, min_sentences_per_user, Draw(user_rng), user_rng, brand_weight, params
@@ -220,6 +244,7 @@ def build_world(
         n_products=n_p,
         n_users=n_u,
         min_sentences_per_user=min_sentences_per_user,
+        confusability=confusability,
         products=products,
         users=users,
         reviews=reviews,
@@ -311,6 +336,7 @@ def planted_truth(world: World, params: GeneratorParams = PARAMS) -> dict:
             "n_products": world.n_products,
             "n_users": world.n_users,
             "min_sentences_per_user": world.min_sentences_per_user,
+            "confusability": asdict(world.confusability),
             "model": asdict(params),
         },
         "definitions": {
@@ -347,6 +373,11 @@ def planted_truth(world: World, params: GeneratorParams = PARAMS) -> dict:
                 "style": p.style,
                 "quality": p.quality,
                 "variant_asins": p.variant_asins,
+                "size": p.size,
+                "pack_count": p.pack_count,
+                "family": p.family,
+                "family_role": p.family_role,
+                "accessory_for": p.accessory_for,
             }
             for p in world.products
         },
@@ -387,6 +418,7 @@ def generate_domain(
     n_products: int = 300,
     n_users: int = 150,
     min_sentences_per_user: int = 50,
+    confusability: ConfusabilityParams = CONFUSABILITY,
 ) -> dict:
     """Write <Domain>.jsonl, meta_<Domain>.jsonl, planted_truth.json into out_dir; return counts."""
     world = build_world(
@@ -396,6 +428,7 @@ def generate_domain(
         n_products=n_products,
         n_users=n_users,
         min_sentences_per_user=min_sentences_per_user,
+        confusability=confusability,
     )
     out = Path(out_dir)
     return write_world(

@@ -108,7 +108,7 @@ def _details(
     return details
 
 
-def _title(spec: DomainSpec, t: ProductTypeSpec, p: dict, draw: Draw) -> str:
+def product_title(spec: DomainSpec, t: ProductTypeSpec, p: dict, draw: Draw) -> str:
     if p["name"]:
         edition = p["details"].get("Edition", "Standard")
         if edition != "Standard" and draw.u() < 0.6:
@@ -150,97 +150,125 @@ def _images(draw: Draw, n: int) -> list[dict]:
 
 def build_products(
     spec: DomainSpec, n: int, draw: Draw, params: GeneratorParams
-) -> tuple[list[Product], dict[str, float]]:
-    """The catalogue and each brand's market weight."""
+) -> tuple[list[Product], dict[str, float], dict[str, list[str]]]:
+    """The catalogue, each brand's market weight and the brands that make each product type."""
     makers, brand_weight = _brand_catalogue(spec, draw)
-    type_cum = cumulative(t.share for t in spec.types)
     taken: set[str] = set()
-    products = []
-    for _ in range(n):
-        t = spec.types[draw.weighted(type_cum)]
+    products = [draw_product(spec, draw, params, makers, brand_weight, taken) for _ in range(n)]
+    return products, brand_weight, makers
+
+
+def draw_type_and_brand(
+    spec: DomainSpec, draw: Draw, makers: dict[str, list[str]], brand_weight: dict[str, float]
+) -> tuple[ProductTypeSpec, str]:
+    """A product type by its share, then one of its makers by market weight."""
+    t = spec.types[draw.weighted(cumulative(t.share for t in spec.types))]
+    brands = makers[t.key]
+    return t, brands[draw.weighted(cumulative(brand_weight[b] for b in brands))]
+
+
+def draw_product(
+    spec: DomainSpec,
+    draw: Draw,
+    params: GeneratorParams,
+    makers: dict[str, list[str]],
+    brand_weight: dict[str, float],
+    taken: set[str],
+    *,
+    type_key: str | None = None,
+    fixed: dict | None = None,
+) -> Product:
+    """One product; ``type_key`` forces its type (its brand is then one of the type's makers)
+    and ``fixed`` forces drawn attribute values (``color``, ``style``) after they are drawn."""
+    if type_key is None:
+        t, brand = draw_type_and_brand(spec, draw, makers, brand_weight)
+    else:
+        t = next(t for t in spec.types if t.key == type_key)
         brands = makers[t.key]
         brand = brands[draw.weighted(cumulative(brand_weight[b] for b in brands))]
-        colors = spec.colors if t.colors is None else t.colors
-        p = {
-            "brand": brand,
-            "color": draw.pick(colors) if colors else None,
-            "material": draw.pick(t.materials) if t.materials else None,
-            "style": draw.pick(spec.styles),
-            "size": draw.pick(t.sizes) if t.sizes else None,
-            "name": (
-                f"{draw.pick(GAME_TITLE_FIRST)} {draw.pick(GAME_TITLE_SECOND)}"
-                if t.key == "game"
-                else None
-            ),
-        }
-        p["details"] = _details(spec, t, p, draw, params)
-        parent = _unique_code(draw, "B0", 10, taken)
-        variants = [parent if draw.u() < 0.5 else _unique_code(draw, "B0", 10, taken)]
-        while len(variants) < 3 and draw.u() < 0.3:
-            variants.append(_unique_code(draw, "B0", 10, taken))
-        fmt = {"brand": brand, "material": (p["material"] or "").lower(), "noun": t.noun}
-        fmt["color"] = (p["color"] or "classic").lower()
-        bullets = [b.format(**fmt) for b in t.features]
-        bullets += [draw.pick(spec.generic_features).format(**fmt)]
-        bullets = draw.shuffle(bullets)[: 3 + int(draw.u() * 3)]
-        if draw.u() < 0.04:
-            bullets = []
-        body = ". ".join(b.split(": ", 1)[-1] for b in bullets[:2])
-        noun_text = " ".join(w if w.isupper() else w.lower() for w in t.title_noun.split())
-        intro = f"Meet the {brand} {noun_text}"
-        r = draw.u()
-        description = (
-            [f"{intro}. {body}."]
-            if r < 0.65 and body
-            else ["Product Description", f"{intro}."]
-            if r < 0.85
-            else []
-        )
-        price = None
-        if draw.u() >= params.null_price_share:
-            price = round(max(1.0, round(draw.uniform(*t.price))) - 0.01, 2)
-        main = spec.main_category
-        if draw.u() < 0.06:
-            main = draw.pick(spec.other_main_categories)
-        categories = [spec.root_category, *t.categories] if draw.u() >= 0.04 else []
-        store = brand if draw.u() >= 0.05 else f"{brand} Store"
-        videos = []
-        if draw.u() < 0.1:
-            vid = "".join(draw.pick("0123456789abcdef") for _ in range(16))
-            videos = [
-                {
-                    "title": f"{brand} {t.title_noun} overview",
-                    "url": f"https://www.amazon.example.invalid/vdp/{vid}",
-                    "user_id": "",
-                }
-            ]
-        products.append(
-            Product(
-                parent_asin=parent,
-                variant_asins=variants,
-                product_type=t.key,
-                noun=t.noun,
-                brand=brand,
-                color=p["color"],
-                material=p["material"],
-                style=p["style"],
-                size=p["size"],
-                price=price,
-                quality=round(2.6 + 2.3 * float(draw.rng.beta(4.0, 1.6)), 3),
-                popularity=round(float(draw.rng.lognormal(0.0, 0.6)), 4),
-                name=p["name"],
-                title=_title(spec, t, p, draw),
-                main_category=main,
-                categories=categories,
-                details=p["details"],
-                features=bullets,
-                description=description,
-                store=store,
-                images=_images(draw, 1 + int(draw.u() * 4)),
-                videos=videos,
-            )
-        )
-    return products, brand_weight
+    colors = spec.colors if t.colors is None else t.colors
+    p = {
+        "brand": brand,
+        "color": draw.pick(colors) if colors else None,
+        "material": draw.pick(t.materials) if t.materials else None,
+        "style": draw.pick(spec.styles),
+        "size": draw.pick(t.sizes) if t.sizes else None,
+        "name": (
+            f"{draw.pick(GAME_TITLE_FIRST)} {draw.pick(GAME_TITLE_SECOND)}"
+            if t.key == "game"
+            else None
+        ),
+    }
+    p.update(fixed or {})
+    p["details"] = _details(spec, t, p, draw, params)
+    parent = _unique_code(draw, "B0", 10, taken)
+    variants = [parent if draw.u() < 0.5 else _unique_code(draw, "B0", 10, taken)]
+    while len(variants) < 3 and draw.u() < 0.3:
+        variants.append(_unique_code(draw, "B0", 10, taken))
+    fmt = {"brand": brand, "material": (p["material"] or "").lower(), "noun": t.noun}
+    fmt["color"] = (p["color"] or "classic").lower()
+    bullets = [b.format(**fmt) for b in t.features]
+    bullets += [draw.pick(spec.generic_features).format(**fmt)]
+    bullets = draw.shuffle(bullets)[: 3 + int(draw.u() * 3)]
+    if draw.u() < 0.04:
+        bullets = []
+    body = ". ".join(b.split(": ", 1)[-1] for b in bullets[:2])
+    intro = f"Meet the {brand} {noun_text(t)}"
+    r = draw.u()
+    description = (
+        [f"{intro}. {body}."]
+        if r < 0.65 and body
+        else ["Product Description", f"{intro}."]
+        if r < 0.85
+        else []
+    )
+    price = None
+    if draw.u() >= params.null_price_share:
+        price = round(max(1.0, round(draw.uniform(*t.price))) - 0.01, 2)
+    main = spec.main_category
+    if draw.u() < 0.06:
+        main = draw.pick(spec.other_main_categories)
+    categories = [spec.root_category, *t.categories] if draw.u() >= 0.04 else []
+    store = brand if draw.u() >= 0.05 else f"{brand} Store"
+    videos = []
+    if draw.u() < 0.1:
+        vid = "".join(draw.pick("0123456789abcdef") for _ in range(16))
+        videos = [
+            {
+                "title": f"{brand} {t.title_noun} overview",
+                "url": f"https://www.amazon.example.invalid/vdp/{vid}",
+                "user_id": "",
+            }
+        ]
+    return Product(
+        parent_asin=parent,
+        variant_asins=variants,
+        product_type=t.key,
+        noun=t.noun,
+        brand=brand,
+        color=p["color"],
+        material=p["material"],
+        style=p["style"],
+        size=p["size"],
+        price=price,
+        quality=round(2.6 + 2.3 * float(draw.rng.beta(4.0, 1.6)), 3),
+        popularity=round(float(draw.rng.lognormal(0.0, 0.6)), 4),
+        name=p["name"],
+        title=product_title(spec, t, p, draw),
+        main_category=main,
+        categories=categories,
+        details=p["details"],
+        features=bullets,
+        description=description,
+        store=store,
+        images=_images(draw, 1 + int(draw.u() * 4)),
+        videos=videos,
+    )
+
+
+def noun_text(t: ProductTypeSpec) -> str:
+    """The type's title noun as running text ("Baby Stroller" -> "baby stroller", "USB" kept)."""
+    return " ".join(w if w.isupper() else w.lower() for w in t.title_noun.split())
 
 
 def finish_products(products: list[Product], reviews: list[Review], draw: Draw) -> None:

@@ -14,8 +14,12 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from personalir.data.sample_world_families import ConfusabilityParams
 
 SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+")
 WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")
@@ -83,6 +87,10 @@ class Product:
     videos: list[dict]
     rating_number: int = 0
     average_rating: float = 0.0
+    family: str | None = None  # parent_asin of the family's founder (sample_world_families)
+    family_role: str | None = None  # founder, variant, lookalike or accessory
+    accessory_for: str | None = None  # parent_asin of the product an accessory fits
+    pack_count: int | None = None  # units per pack, where pack count is a family axis
 
 
 @dataclass
@@ -170,6 +178,7 @@ class World:
     n_products: int
     n_users: int
     min_sentences_per_user: int
+    confusability: ConfusabilityParams
     products: list[Product]
     users: list[User]
     reviews: list[Review]  # grouped by user, chronological within a user
