@@ -153,6 +153,21 @@ def test_tables_and_figures(stage, tmp_path):
     text = (tmp_path / "effectiveness.tex").read_text()
     assert r"\begin{tabular}" in text and "Configuration: unit." in text
     assert r"\textbf{" in text or "*" not in text
+    # effectiveness: a tidy CSV, one row per retriever and query subset; in LaTeX one
+    # column group per subset, the caption saying which queries each holds
+    eff = pd.read_csv(csv["effectiveness"])
+    assert list(eff["subset"]) == ["clean", "error", "all"] * len(stage["names"])
+    assert list(eff["retriever"]) == [n for n in stage["names"] for _ in range(3)]
+    assert {"queries", "R@10", "R@10 ci_low", "nDCG@10"} <= set(eff.columns)
+    by = eff[eff["retriever"] == "bm25"].set_index("subset")
+    assert by.loc["clean", "queries"] + by.loc["error", "queries"] == by.loc["all", "queries"]
+    summary = stage["summary"].query("retriever == 'bm25'").set_index("metric")["value"]
+    assert by.loc["error", "R@10"] == pytest.approx(summary["R@10[error]"], abs=1e-6)
+    assert by.loc["all", "R@10"] == pytest.approx(summary["R@10"], abs=1e-6)
+    for words in (r"\multicolumn{6}{c}{Clean}", r"\multicolumn{6}{c}{Error}", "{All}"):
+        assert words in text
+    assert "Error, the error query of each writing-error pair" in text
+    assert "number of queries (n)" in text and " & n=" in text
     for fn, name in ((flip_by_depth, "flip.pdf"), (deg_ci, "deg.pdf")):
         fn(
             stage["summary"],
