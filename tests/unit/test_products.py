@@ -153,9 +153,7 @@ def test_template_with_details_lines_in_the_order_given():
         fields=("details", "title", "categories"), separator="\n", terminator=""
     )
     # one line per details pair with a value (Size is null: no line), then title, categories
-    assert template.render(RECORD, 2000) == (
-        "Brand: Kyser\nColor: Black\nCapo\nAccessories\nCapos"
-    )
+    assert template.render(RECORD, 2000) == ("Brand: Kyser\nColor: Black\nCapo\nAccessories\nCapos")
     custom = DocumentTemplate(fields=("title", "details"), details="{key} = {value}")
     assert custom.render(RECORD, 2000) == "Capo. Brand = Kyser. Color = Black."
     assert custom.describe() == (
