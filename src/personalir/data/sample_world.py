@@ -95,7 +95,8 @@ def build_world(
     if domain not in DOMAIN_SPECS:
         raise ValueError(
             f"unknown domain {domain!r}: the sample world has {', '.join(DOMAINS)}; a domain "
-            "of your own needs its files (data.source: local, data.local_dir)"
+            "of your own needs its own files (data.source: local) and, for TTP, "
+            "ttp.source: personalwab"
         )
     spec = DOMAIN_SPECS[domain]
     n_p = max(1, int(round(n_products * scale)))
