@@ -123,6 +123,10 @@ def test_summary_has_every_metric(stage):
     summary = stage["summary"]
     expected = set(MetricSettings().all_metrics())
     assert set(summary["metric"]) == expected
+    # the tests cover the PQB metrics and the standard measures on all queries
+    settings = MetricSettings()
+    tested = set(settings.pqb_metrics()) | set(settings.standard)
+    assert set(stage["tests"]["metric"]) == tested and "R@10[clean]" in expected - tested
     flip = summary.query("retriever == 'bm25' and metric == 'Flip@10'").iloc[0]
     assert flip["products"] == 30 and flip["ci_low"] <= flip["value"] <= flip["ci_high"]
 
