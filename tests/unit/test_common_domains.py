@@ -19,3 +19,11 @@ def test_unknown_domains_fall_back_to_their_name():
     assert short_label("Sample_World") == "Sample_World"
     assert short_label("Average") == "Average"
     assert display_label("Sample_World") == "Sample World"
+
+
+def test_a_config_domain_of_ones_own_gets_readable_labels():
+    from personalir.common.config import validate_config
+
+    (name,) = validate_config({"domains": ["My_Split"]})["domains"]
+    assert display_label(name) == "My Split"  # captions and table blocks
+    assert short_label(name) == "My_Split"  # narrow columns: the name itself

@@ -1,5 +1,6 @@
 """Config schema: every key documented, defaults valid, wrong keys/types named."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -86,9 +87,20 @@ def test_wrong_enum_value_is_named():
         validate_config({"data": {"ingest": {"policy": "lenient"}}})
 
 
-def test_unknown_domain_rejected():
-    with pytest.raises(ConfigError, match="domains.0"):
-        validate_config({"domains": ["Books"]})
+def test_a_domain_of_ones_own_validates():
+    assert validate_config({"domains": ["My_Split"]})["domains"] == ["My_Split"]
+    assert validate_config({"domains": ["Books", "x1"]})["domains"] == ["Books", "x1"]
+
+
+@pytest.mark.parametrize("name", ["../x", "1st", "_x", "a-b", "a b", "x" * 65, ""])
+def test_unsafe_domain_name_rejected_with_what_is_allowed(tmp_path: Path, name):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"seed: 1\ndomains: [Baby_Products, {json.dumps(name)}]\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    msg = str(err.value)
+    assert f"{path}:2: config key 'domains.1': {name!r} is not allowed" in msg
+    assert "a letter followed by up to 63 letters, digits or underscores" in msg
 
 
 def test_model_cache_is_one_top_level_switch_for_every_stage():

@@ -1,8 +1,12 @@
 """Core-term selection and product documents (rules of the PQB reference, stage 01)."""
 
+import re
+
 import pyarrow as pa
+import pytest
 
 from personalir.data.products import (
+    DocumentTemplate,
     ProductRules,
     ValueAudit,
     build_document,
@@ -106,3 +110,86 @@ def test_a_null_value_in_the_key_value_shape_is_empty_not_the_string_none():
     kept = select_attributes(as_structs, None, None, RULES, audit)
     assert kept == [("Brand", "Kestrel")]
     assert audit.counts["empty"] == 1  # the null value is "" (rejected as empty), never "None"
+
+
+# --- the document template ------------------------------------------------------------------
+
+RECORD = {
+    "title": "Capo",
+    "store": "Kyser",
+    "main_category": "Musical Instruments",
+    "description": ["Quick-change capo"],
+    "features": ["Spring loaded", "capo"],
+    "categories": ["Accessories", "Capos"],
+    "details": {"Brand": "Kyser", "Color": "Black", "Size": None},
+}
+
+
+def test_default_template_is_title_description_features_as_before():
+    from personalir.common.config import validate_config
+
+    rules = ProductRules.from_config(validate_config({})["data"]["products"])
+    assert rules.document == DocumentTemplate()
+    assert rules.document.as_dict() == {
+        "fields": ["title", "description", "features"],
+        "details": "{key}: {value}",
+        "separator": " ",
+        "terminator": ".",
+    }
+    # "capo" repeats the title (case-insensitive): dropped; details and store are not used
+    expected = "Capo. Quick-change capo. Spring loaded."
+    assert rules.document.render(RECORD, 2000) == expected
+    assert build_document("Capo", ["Quick-change capo"], ["Spring loaded", "capo"], 2000) == (
+        expected
+    )
+    assert rules.document.describe() == (
+        "title + description + features (details are not part of the document), "
+        "pieces joined by ' '"
+    )
+
+
+def test_template_with_details_lines_in_the_order_given():
+    template = DocumentTemplate(
+        fields=("details", "title", "categories"), separator="\n", terminator=""
+    )
+    # one line per details pair with a value (Size is null: no line), then title, categories
+    assert template.render(RECORD, 2000) == ("Brand: Kyser\nColor: Black\nCapo\nAccessories\nCapos")
+    custom = DocumentTemplate(fields=("title", "details"), details="{key} = {value}")
+    assert custom.render(RECORD, 2000) == "Capo. Brand = Kyser. Color = Black."
+    assert custom.describe() == (
+        "title + details (details as '{key} = {value}'), pieces joined by ' '"
+    )
+    # cut at the last whitespace before the limit, a newline included
+    assert template.render(RECORD, 20) == "Brand: Kyser\nColor:"
+
+
+def test_product_table_uses_and_reports_the_template():
+    meta = pa.table(
+        {
+            "parent_asin": ["A"],
+            "title": ["Stroller"],
+            "description": [["Light stroller"]],
+            "features": [["Easy Fold"]],
+            "store": ["Joovy"],
+            "details": ['{"Color": "Grey"}'],
+        }
+    )
+    template = DocumentTemplate(fields=("title", "store", "details"))
+    table, report = build_product_table(meta, ProductRules(document=template))
+    assert table.column("document").to_pylist() == ["Stroller. Joovy. Color: Grey."]
+    assert report["document"] == template.as_dict()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"fields": ("title", "reviews")}, "unknown field 'reviews'"),
+        ({"fields": ()}, "none given"),
+        ({"fields": ("title", "title")}, "a field is listed twice"),
+        ({"details": "{name}: {value}"}, "use the placeholders {key} and {value} only"),
+        ({"details": "{key"}, "use the placeholders {key} and {value} only"),
+    ],
+)
+def test_bad_template_is_refused_with_what_is_allowed(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        DocumentTemplate(**kwargs)

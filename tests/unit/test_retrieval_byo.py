@@ -172,7 +172,23 @@ def test_released_file_end_to_end_with_drops_and_unpaired(files, capsys, tmp_pat
     assert here["R@1"] == 6
     assert here["Flip@1"] == 1
     assert here["Deg@1"] == 2
-    assert (out / "table_effectiveness.csv").exists()
+    # effectiveness per query subset: clean u1 u2 u3 u4, error u1 u4 (their typo_query)
+    assert (here["R@1[clean]"], here["R@1[error]"]) == (4, 2)
+    eff = pd.read_csv(out / "table_effectiveness.csv")
+    assert list(eff["subset"]) == ["clean", "error", "all"] * 2  # bm25, then tied
+    assert list(eff["queries"]) == [4, 2, 6] * 2
+    tex = (out / "table_effectiveness.tex").read_text()
+    assert r"Musical Instruments & n=4 &  &  &  &  &  & n=2 &  &  &  &  &  & n=6 &" in tex
+    # the document template is recorded with every retriever's run
+    for name in ("bm25", "tied"):
+        meta = json.loads((out / "meta" / f"{name}.json").read_text())
+        assert meta["document"] == {
+            "built_from": "meta",
+            "fields": ["title", "description", "features"],
+            "details": "{key}: {value}",
+            "separator": " ",
+            "terminator": ".",
+        }
     # ties: BM25 scores every target above the rest here; the imported run ties them all
     assert f"bm25 {D}: 0 of 7 retrieved targets tie another document's score" in err
     assert f"tied {D}: 7 of 7 retrieved targets tie another document's score" in err
@@ -191,6 +207,69 @@ def test_older_release_end_to_end(files, capsys, fmt):
     ) in err
     frame = pd.read_parquet(files["out"] / D / "bm25.metrics.parquet")
     assert sorted(frame.loc[frame["kind"] == "unpaired", "product"]) == ["B0002", "B0003"]
+
+
+def test_document_fields_of_ones_own(files, capsys):
+    argv = _argv(files, files["released"], "--unknown-products", "drop", "--catalog", "bm25",
+                 "--document-fields", "title", "details", "--document-separator", "\\n",
+                 "--document-terminator", "", "--details-format", "{key} = {value}")  # fmt: skip
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    out = files["out"]
+    products = pd.read_parquet(out / D / "products.parquet").set_index("parent_asin")
+    assert products.loc["B0001", "document"] == (
+        "Fender Stratocaster Electric Guitar\nBrand = Fender\nColor = Sunburst\n"
+        "Body Material = Alder"
+    )
+    assert (
+        "document = title + details (details as '{key} = {value}'), pieces joined by '\\n'"
+    ) in err
+    template = {
+        "fields": ["title", "details"],
+        "details": "{key} = {value}",
+        "separator": "\n",
+        "terminator": "",
+    }
+    assert json.loads((out / D / "products.report.json").read_text())["document"] == template
+    meta = json.loads((out / "meta" / "bm25.json").read_text())
+    assert meta["document"] == {"built_from": "meta", **template}
+    # the corpus just built, given back with --corpus: its report beside it names the fields
+    capsys.readouterr()
+    argv = [
+        "--domains", D,
+        "--corpus", str(out / "{domain}" / "products.parquet"),
+        "--queries", str(files["released"]).replace(D, "{domain}"),
+        "--query-format", "released", "--unknown-products", "drop",
+        "--config", str(files["config"]), "--out", str(out.with_name("again")),
+        "--catalog", "bm25",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    assert "document = title + details (details as '{key} = {value}')" in capsys.readouterr().err
+    meta = json.loads((out.with_name("again") / "meta" / "bm25.json").read_text())
+    assert meta["document"] == {"built_from": "corpus", **template}
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--document-fields", "title", "reviews"], "invalid choice: 'reviews'"),
+        (["--details-format", "{name}"], "use the placeholders {key} and {value} only"),
+        (["--document-fields", "title", "title"], "a field is listed twice"),
+    ],
+)
+def test_bad_document_options_are_named(files, capsys, extra, message):
+    with pytest.raises(SystemExit) as exc:
+        main(_argv(files, files["released"], "--catalog", "bm25", *extra))
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_document_options_need_meta(files, capsys):
+    argv = _argv(files, files["released"], "--catalog", "bm25", "--document-fields", "title")
+    argv[2:4] = ["--corpus", "products_{domain}.parquet"]
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert "need --meta (a --corpus file holds its documents)" in capsys.readouterr().err
 
 
 def test_empty_meta_file_is_an_error(files, capsys):
@@ -222,6 +301,7 @@ def test_help_documents_every_option_with_an_example(capsys):
             assert opt in text
         if action.option_strings and action.dest != "help":
             assert action.help, f"{action.option_strings} has no help"
+            assert "e.g." in action.help, f"{action.option_strings} has no example"
     assert "pqb-evaluate \\" in text and "--domains Baby_Products" in text  # the example
     assert "ties: native" in text and "ascending\n``parent_asin``" in text  # the tie rule
     assert "released-v0" in text and "unpaired" in text

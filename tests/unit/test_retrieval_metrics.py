@@ -133,6 +133,25 @@ def test_standard_measures_average_distinct_queries(frame):
     assert metric_value(frame, "R@10") == pytest.approx(5 / 8)
 
 
+def test_standard_measures_on_clean_and_error_queries(frame):
+    # Clean: every query but the error ones, distinct -> s1a s1b s2a s2b s3a s3b (e1c, e2c
+    # repeat s1a, s2a): R@10 hits 1 1 1 1 0 0 -> 4/6. Error: e1e 0, e2e 1 -> 1/2.
+    assert metric_value(frame, "R@10[clean]") == pytest.approx(4 / 6)
+    assert metric_value(frame, "R@10[error]") == pytest.approx(1 / 2)
+    assert parse_metric("R@10[clean]").items(frame) == 6
+    assert parse_metric("R@10[error]").items(frame) == 2
+    assert parse_metric("R@10").items(frame) == 8  # all: both subsets
+    # RR@200 of the error queries: e1e missed (0), e2e rank 5 -> (0 + 0.2) / 2
+    assert metric_value(frame, "RR@200[error]") == pytest.approx(0.1)
+    settings = MetricSettings(standard=("R@10", "nDCG@10"))
+    assert settings.effectiveness_metrics() == [
+        "R@10[clean]", "nDCG@10[clean]", "R@10[error]", "nDCG@10[error]", "R@10", "nDCG@10",
+    ]  # fmt: skip
+    assert settings.effectiveness_metrics("error") == ["R@10[error]", "nDCG@10[error]"]
+    with pytest.raises(ValueError, match="unknown query subset"):
+        parse_metric("R@10[typo]")
+
+
 def test_units_are_per_product(frame):
     units = parse_metric("Deg@1").units(frame)
     assert units.to_dict("list") == {"product": ["P1", "P2"], "num": [1, 0], "den": [1.0, 1.0]}

@@ -123,6 +123,10 @@ def test_summary_has_every_metric(stage):
     summary = stage["summary"]
     expected = set(MetricSettings().all_metrics())
     assert set(summary["metric"]) == expected
+    # the tests cover the PQB metrics and the standard measures on all queries
+    settings = MetricSettings()
+    tested = set(settings.pqb_metrics()) | set(settings.standard)
+    assert set(stage["tests"]["metric"]) == tested and "R@10[clean]" in expected - tested
     flip = summary.query("retriever == 'bm25' and metric == 'Flip@10'").iloc[0]
     assert flip["products"] == 30 and flip["ci_low"] <= flip["value"] <= flip["ci_high"]
 
@@ -153,6 +157,23 @@ def test_tables_and_figures(stage, tmp_path):
     text = (tmp_path / "effectiveness.tex").read_text()
     assert r"\begin{tabular}" in text and "Configuration: unit." in text
     assert r"\textbf{" in text or "*" not in text
+    # effectiveness: a tidy CSV, one row per retriever and query subset; in LaTeX one
+    # column group per subset, the caption saying which queries each holds
+    eff = pd.read_csv(csv["effectiveness"])
+    assert list(eff["subset"]) == ["clean", "error", "all"] * len(stage["names"])
+    assert list(eff["retriever"]) == [n for n in stage["names"] for _ in range(3)]
+    assert {"queries", "R@10", "R@10 ci_low", "nDCG@10"} <= set(eff.columns)
+    by = eff[eff["retriever"] == "bm25"].set_index("subset")
+    assert by.loc["clean", "queries"] + by.loc["error", "queries"] == by.loc["all", "queries"]
+    summary = stage["summary"].query("retriever == 'bm25'").set_index("metric")["value"]
+    assert by.loc["error", "R@10"] == pytest.approx(summary["R@10[error]"], abs=1e-6)
+    assert by.loc["all", "R@10"] == pytest.approx(summary["R@10"], abs=1e-6)
+    for words in (r"\multicolumn{6}{c}{Clean}", r"\multicolumn{6}{c}{Error}", "{All}"):
+        assert words in text
+    assert "Error, the error query of each writing-error pair" in text
+    assert "number of queries (n)" in text and " & n=" in text
+    # 18 value columns: narrower gaps, scaled to the text width
+    assert r"\setlength{\tabcolsep}{3pt}" in text and r"\resizebox{\linewidth}" in text
     for fn, name in ((flip_by_depth, "flip.pdf"), (deg_ci, "deg.pdf")):
         fn(
             stage["summary"],

@@ -229,7 +229,7 @@ def test_scale_multiplies_products_and_users():
 
 
 def test_unknown_domain_is_rejected():
-    with pytest.raises(ValueError, match="unknown domain"):
+    with pytest.raises(ValueError, match="unknown domain 'Books'.*data.source: local"):
         build_world("Books", seed=1, scale=0.1)
 
 

@@ -125,6 +125,11 @@ def _describe(error: jsonschema.ValidationError) -> tuple[tuple, str]:
         full = ".".join(str(p) for p in path + (key,))
         return path + (key,), (f"unknown config key '{full}' (allowed here: {', '.join(allowed)})")
     full = ".".join(str(p) for p in path) or "(top level)"
+    if error.validator == "pattern" and error.schema.get("description"):
+        # A pattern alone does not say what it allows: the schema's words do.
+        return path, f"config key '{full}': {error.instance!r} is not allowed: " + " ".join(
+            error.schema["description"].split()
+        )
     return path, f"config key '{full}': {error.message}"
 
 

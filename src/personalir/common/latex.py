@@ -47,13 +47,15 @@ def dataframe_to_latex(
     header_groups: list[tuple[str, int]] | None = None,
     column_labels: list[str] | None = None,
     fit_width: bool = False,
+    column_sep: str | None = None,
 ) -> str:
     """A booktabs ``table`` environment. ``bold`` marks (row index, column) cells in bold;
     ``midrule_before`` lists row positions preceded by a rule (e.g. an average row).
     ``header_groups`` adds a first header row of ``(group title, number of columns)`` spans
     over the columns (they must add up to the column count); ``column_labels`` replaces the
     column names in the header (one per column), e.g. a measure's name under its group.
-    ``fit_width`` scales the tabular to the text width (needs ``graphicx``)."""
+    ``fit_width`` scales the tabular to the text width (needs ``graphicx``); ``column_sep``
+    sets ``\\tabcolsep`` inside this table (e.g. ``"3pt"``: narrower gaps for wide tables)."""
     bold = bold or {}
     midrule_before = set(midrule_before or [])
     ncols = len(df.columns)
@@ -78,6 +80,7 @@ def dataframe_to_latex(
         r"\begin{table}[t]",
         r"\centering",
         r"\small",
+        *([rf"\setlength{{\tabcolsep}}{{{column_sep}}}"] if column_sep else []),
         rf"\caption{{{caption}}}",
         rf"\label{{{label}}}",
         *([r"\resizebox{\linewidth}{!}{%"] if fit_width else []),

@@ -36,6 +36,7 @@ class ProductRules:
     max_value_words: int = 3
     drop_keys: tuple[str, ...] = ()
     max_doc_chars: int = 2000
+    document: DocumentTemplate = field(default_factory=lambda: DocumentTemplate())
 
     @classmethod
     def from_config(cls, section: dict) -> ProductRules:
@@ -45,6 +46,7 @@ class ProductRules:
             max_value_words=section["max_value_words"],
             drop_keys=tuple(section["drop_keys"]),
             max_doc_chars=section["max_doc_chars"],
+            document=DocumentTemplate.from_config(section.get("document") or {}),
         )
 
 
@@ -114,20 +116,115 @@ def _as_list(value) -> list[str]:
     return [str(v) for v in value if v is not None]
 
 
+#: Meta fields a product document can be made of (Amazon Reviews 2023 meta schema).
+DOCUMENT_FIELDS = (
+    "title",
+    "store",
+    "main_category",
+    "description",
+    "features",
+    "categories",
+    "details",
+)
+
+
+@dataclass(frozen=True)
+class DocumentTemplate:
+    """Which meta fields make a product's document, in which order, and how they are joined.
+
+    Every piece (the title, each description paragraph, each feature, each ``details`` pair
+    written with ``details``, e.g. ``"{key}: {value}"``) is cleaned; a piece equal to an earlier
+    one (case-insensitive) is dropped; a piece not ending in ``.``, ``!`` or ``?`` gets
+    ``terminator``; pieces are joined by ``separator``. The default is title + description +
+    features joined by spaces, each piece ending with a full stop."""
+
+    fields: tuple[str, ...] = ("title", "description", "features")
+    details: str = "{key}: {value}"
+    separator: str = " "
+    terminator: str = "."
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.fields if f not in DOCUMENT_FIELDS]
+        if not self.fields or unknown:
+            raise ValueError(
+                f"document fields {list(self.fields)}: "
+                + (f"unknown field {unknown[0]!r}" if unknown else "none given")
+                + f" (choose from {', '.join(DOCUMENT_FIELDS)})"
+            )
+        if len(set(self.fields)) != len(self.fields):
+            raise ValueError(f"document fields {list(self.fields)}: a field is listed twice")
+        try:
+            self.details.format(key="k", value="v")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"document details format {self.details!r}: use the placeholders {{key}} and "
+                f"{{value}} only ({exc!r})"
+            ) from None
+
+    @classmethod
+    def from_config(cls, section: dict) -> DocumentTemplate:
+        default = cls()
+        return cls(
+            fields=tuple(section.get("fields", default.fields)),
+            details=section.get("details", default.details),
+            separator=section.get("separator", default.separator),
+            terminator=section.get("terminator", default.terminator),
+        )
+
+    def as_dict(self) -> dict:
+        """The template as config writes it (recorded in reports and run metadata)."""
+        return {
+            "fields": list(self.fields),
+            "details": self.details,
+            "separator": self.separator,
+            "terminator": self.terminator,
+        }
+
+    def describe(self) -> str:
+        """One line for the console: the fields in order and how details and pieces read."""
+        line = " + ".join(self.fields)
+        if "details" in self.fields:
+            line += f" (details as {self.details!r})"
+        else:
+            line += " (details are not part of the document)"
+        return line + f", pieces joined by {self.separator!r}"
+
+    def pieces(self, record: dict) -> list[str]:
+        """The raw text pieces of a meta record, in template order."""
+        out: list[str] = []
+        for name in self.fields:
+            if name == "details":
+                out += [
+                    self.details.format(key=k, value=v)
+                    for k, v in details_pairs(record.get("details"))
+                    if v.strip()
+                ]
+            else:
+                out += _as_list(record.get(name))
+        return out
+
+    def render(self, record: dict, max_chars: int) -> str:
+        """The document of a meta record, cut at a word boundary to ``max_chars``."""
+        parts: list[str] = []
+        seen: set[str] = set()
+        for piece in self.pieces(record):
+            text = clean_text(piece)
+            if text and text.lower() not in seen:
+                seen.add(text.lower())
+                ended = not self.terminator or text[-1] in ".!?"
+                parts.append(text if ended else text + self.terminator)
+        doc = self.separator.join(parts)
+        if len(doc) > max_chars:
+            cut = max(doc.rfind(c, 0, max_chars) for c in (" ", "\n", "\t"))
+            doc = doc[: cut if cut > 0 else max_chars]
+        return doc
+
+
 def build_document(title: str | None, description, features, max_chars: int) -> str:
-    """Title + description + features, cleaned, repeated bullets removed, cut at a word."""
-    parts: list[str] = []
-    seen: set[str] = set()
-    for piece in [title or "", *_as_list(description), *_as_list(features)]:
-        text = clean_text(piece)
-        if text and text.lower() not in seen:
-            seen.add(text.lower())
-            parts.append(text if text[-1] in ".!?" else text + ".")
-    doc = " ".join(parts)
-    if len(doc) > max_chars:
-        cut = doc.rfind(" ", 0, max_chars)
-        doc = doc[: cut if cut > 0 else max_chars]
-    return doc
+    """Title + description + features (the default template), cleaned, repeated bullets
+    removed, cut at a word."""
+    record = {"title": title, "description": description, "features": features}
+    return DocumentTemplate().render(record, max_chars)
 
 
 PRODUCT_SCHEMA = pa.schema(
@@ -161,6 +258,7 @@ def build_product_table(meta: pa.Table, rules: ProductRules) -> tuple[pa.Table, 
                 "features",
                 "details",
                 "store",
+                "categories",
             )
             if c in columns
         ]
@@ -168,9 +266,7 @@ def build_product_table(meta: pa.Table, rules: ProductRules) -> tuple[pa.Table, 
     for rec in records:
         features = _as_list(rec.get("features"))
         attrs = select_attributes(rec.get("details"), rec.get("store"), features, rules, audit)
-        doc = build_document(
-            rec.get("title"), rec.get("description"), features, rules.max_doc_chars
-        )
+        doc = rules.document.render({**rec, "features": features}, rules.max_doc_chars)
         empty_docs += not doc
         eligible = len(attrs) >= rules.min_attributes
         rows["parent_asin"].append(rec["parent_asin"])
@@ -195,5 +291,6 @@ def build_product_table(meta: pa.Table, rules: ProductRules) -> tuple[pa.Table, 
             "min_attributes": rules.min_attributes,
             "max_value_words": rules.max_value_words,
         },
+        "document": rules.document.as_dict(),
     }
     return table, report

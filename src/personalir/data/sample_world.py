@@ -97,7 +97,11 @@ def build_world(
 ) -> World:
     """Draw the in-memory world of one domain (products, users, chronological reviews)."""
     if domain not in DOMAIN_SPECS:
-        raise ValueError(f"unknown domain {domain!r}; expected one of {DOMAINS}")
+        raise ValueError(
+            f"unknown domain {domain!r}: the sample world has {', '.join(DOMAINS)}; a domain "
+            "of your own needs its own files (data.source: local) and, for TTP, "
+            "ttp.source: personalwab"
+        )
     spec = DOMAIN_SPECS[domain]
     n_p = max(1, int(round(n_products * scale)))
     n_u = max(1, int(round(n_users * scale)))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from personalir.common.io import write_json, write_parquet
+from personalir.common.io import read_json, write_json, write_parquet
 from personalir.data.ingest import ingest_meta
 from personalir.data.products import ProductRules, build_product_table
 from personalir.retrieval.runio import read_run_text
@@ -31,7 +31,8 @@ def corpus_from_meta(
     """Build ``<out_dir>/products.parquet`` (the corpus) from an Amazon 2023 meta JSONL(.gz).
 
     As the workflow does: ingest (``data.ingest``: bad records quarantined and counted) then
-    product documents (``data.products``). A meta file with no usable product is an error."""
+    product documents (``data.products``, its ``document`` template saying which fields make a
+    document). A meta file with no usable product is an error."""
     out_dir = Path(out_dir)
     ingest = data_section["ingest"]
     quality = ingest_meta(
@@ -42,9 +43,8 @@ def corpus_from_meta(
         report_path=out_dir / "meta.quality.json",
         chunk_size=ingest["chunk_size"],
     )
-    table, report = build_product_table(
-        pq.read_table(out_dir / "meta.parquet"), ProductRules.from_config(data_section["products"])
-    )
+    rules = ProductRules.from_config(data_section["products"])
+    table, report = build_product_table(pq.read_table(out_dir / "meta.parquet"), rules)
     if table.num_rows == 0:
         raise ValueError(
             f"{meta_path}: no product read from the meta file ({_quality_line(quality)}); "
@@ -58,13 +58,22 @@ def corpus_from_meta(
         meta_path,
         table.num_rows,
         _quality_line(quality),
-        DOCUMENT_FIELDS,
+        rules.document.describe(),
     )
     return report
 
 
-#: What a product document holds (personalir.data.products.build_document).
-DOCUMENT_FIELDS = "title + description + features (details are not part of the document)"
+def corpus_document(corpus_path: str | Path) -> dict | None:
+    """The document template a given corpus was built with, from the ``products.report.json``
+    beside it (the workflow and ``--meta`` write one); None when there is none."""
+    report = Path(corpus_path).with_name("products.report.json")
+    if not report.is_file():
+        return None
+    try:
+        document = read_json(report).get("document")
+    except (ValueError, OSError, AttributeError):
+        return None
+    return dict(document) if isinstance(document, Mapping) else None
 
 
 def _quality_line(quality: Mapping) -> str:

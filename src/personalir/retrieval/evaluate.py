@@ -23,8 +23,14 @@ and ``.``).
 
 Corpus: ``--corpus`` is a products.parquet (the workflow's ``results/data/<Domain>/``);
 ``--meta`` an Amazon Reviews 2023 meta JSONL(.gz) from which the corpus is built as the
-workflow builds it (ingest, then one document per product: title + description + features;
-``details`` are not part of the document), written to <out>/<Domain>/products.parquet.
+workflow builds it (ingest, then one document per product), written to
+<out>/<Domain>/products.parquet. A document is made of the config's
+``data.products.document`` fields (default: title + description + features, one paragraph;
+``details`` are not part of it); ``--document-fields`` and its companions choose others,
+e.g. ``--document-fields title features details --document-separator '\\n'
+--details-format '{key}: {value}'`` gives the title, then one line per feature and per
+``details`` pair. The console names the fields used; the template is recorded in
+<Domain>/products.report.json and in every meta/<name>.json.
 
 Queries (``--query-format``): ``benchmark`` is this workflow's benchmark.jsonl; ``released``
 a released PQB file, either the current ``{asin: [{asin, uid, syntax_query, typo_query}]}``
@@ -46,8 +52,9 @@ Settings: the metrics, bootstrap, significance, depth and the ``--catalog`` retr
 from ``--config`` (default: config/config.yaml's ``retrieval`` section and seed; ``data`` for
 ``--meta``). Writes under ``--out``: <Domain>/queries.jsonl and queries.report.json,
 <Domain>/<name>.run and .metrics.parquet, meta/<name>.json, summary.csv, significance.csv,
-table_{flip_rrstd,degradation,effectiveness}.csv/.tex, retrieval_flip_by_depth.pdf,
-retrieval_deg_ci.pdf.
+table_{flip_rrstd,degradation,effectiveness}.csv/.tex (the effectiveness table gives every
+measure on the clean queries, on the error queries and on all, the CSV one row per subset),
+retrieval_flip_by_depth.pdf, retrieval_deg_ci.pdf.
 """
 
 from __future__ import annotations
@@ -60,9 +67,10 @@ import sys
 from pathlib import Path
 
 from personalir.common.config import REPO_ROOT, validate_config
+from personalir.data.products import DOCUMENT_FIELDS, DocumentTemplate
 from personalir.queries.benchmark_format import RELEASED_FORMATS, read_benchmark
 from personalir.retrieval.base import RunSettings
-from personalir.retrieval.byo import DOCUMENT_FIELDS, corpus_from_meta, tied_targets
+from personalir.retrieval.byo import corpus_document, corpus_from_meta, tied_targets
 from personalir.retrieval.corpus import FORMAT_NAMES
 from personalir.retrieval.figures import deg_ci, flip_by_depth
 from personalir.retrieval.metrics import MetricSettings
@@ -122,19 +130,49 @@ def build_parser() -> argparse.ArgumentParser:
     corpus.add_argument(
         "--corpus",
         metavar="PATH",
-        help="products.parquet per domain ({domain} in PATH): the retrieval corpus",
+        help="products.parquet per domain ({domain} in PATH): the retrieval corpus, e.g. "
+        "'results/data/{domain}/products.parquet'",
     )
     corpus.add_argument(
         "--meta",
         metavar="PATH",
         help="Amazon Reviews 2023 meta JSONL(.gz) per domain ({domain} in PATH): the corpus "
-        "is built from it into <out>/<Domain>/products.parquet",
+        "is built from it into <out>/<Domain>/products.parquet, e.g. "
+        "'data/meta_{domain}.jsonl.gz'",
+    )
+    ap.add_argument(
+        "--document-fields",
+        nargs="+",
+        choices=DOCUMENT_FIELDS,
+        metavar="FIELD",
+        help="with --meta: the meta fields of a product document, in order (one or more of "
+        f"{', '.join(DOCUMENT_FIELDS)}; default: the config's data.products.document.fields), "
+        "e.g. --document-fields title features details",
+    )
+    ap.add_argument(
+        "--document-separator",
+        metavar="TEXT",
+        help="with --meta: the text between a document's pieces, \\n and \\t read as newline "
+        "and tab (default: the config's, a space), e.g. --document-separator '\\n'",
+    )
+    ap.add_argument(
+        "--details-format",
+        metavar="FORMAT",
+        help="with --meta: how a details pair is written, with {key} and {value} (default: "
+        "the config's, '{key}: {value}'), e.g. --details-format '{key} = {value}'",
+    )
+    ap.add_argument(
+        "--document-terminator",
+        metavar="TEXT",
+        help="with --meta: appended to a piece not ending in . ! or ? ('' for nothing; "
+        "default: the config's, '.'), e.g. --document-terminator ''",
     )
     ap.add_argument(
         "--queries",
         required=True,
         metavar="PATH",
-        help="query file per domain ({domain} in PATH), in --query-format",
+        help="query file per domain ({domain} in PATH), in --query-format, e.g. "
+        "'pqb_release/{domain}.json'",
     )
     ap.add_argument(
         "--query-format",
@@ -142,40 +180,67 @@ def build_parser() -> argparse.ArgumentParser:
         default="benchmark",
         help="benchmark: this workflow's benchmark.jsonl; released: a released PQB file, "
         "current or older format (recognised by shape); released-v0: only the older "
-        "{asin, uid, query} list/JSONL (default: %(default)s)",
+        "{asin, uid, query} list/JSONL (default: %(default)s), e.g. --query-format released",
     )
     ap.add_argument(
         "--unknown-products",
         choices=["error", "drop"],
         default="error",
         help="queries whose product is not in the corpus: error stops and names them, drop "
-        "removes their pairs and says how many (default: %(default)s)",
+        "removes their pairs and says how many (default: %(default)s), e.g. "
+        "--unknown-products drop",
     )
-    ap.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    ap.add_argument(
+        "--out", required=True, metavar="DIR", help="output folder, e.g. --out byo_results"
+    )
     ap.add_argument(
         "--config",
         default=str(REPO_ROOT / "config" / "config.yaml"),
         metavar="YAML",
         help="config whose retrieval section (metrics, bootstrap, significance, depth, "
-        "catalogue), seed and data section (for --meta) are used (default: %(default)s)",
-    )
-    ap.add_argument("--label", default="bring-your-own", help="caption label of the tables")
-    ap.add_argument(
-        "--device", default=None, help="override retrieval.device (cpu, cuda, cuda:0, auto)"
+        "catalogue), seed and data section (for --meta) are used (default: %(default)s), "
+        "e.g. --config config/paper.yaml",
     )
     ap.add_argument(
-        "--threads", type=int, default=1, help="torch threads of the retrievers (default: 1)"
+        "--label",
+        default="bring-your-own",
+        help="caption label of the tables (default: %(default)s), e.g. --label my-retriever",
+    )
+    ap.add_argument(
+        "--device",
+        default=None,
+        help="override retrieval.device (cpu, cuda, cuda:0, auto), e.g. --device cuda:0",
+    )
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads of the retrievers (default: %(default)s), e.g. --threads 4",
     )
     for opt, metavar, help_ in (
-        ("--run", "NAME=PATH", "a TREC run file per domain ({domain} in PATH)"),
-        ("--st-model", "NAME=MODEL", "a sentence-transformers model (hub id or folder)"),
-        ("--class", "NAME=MODULE:CLASS", "a class implementing the Retriever interface"),
+        (
+            "--run",
+            "NAME=PATH",
+            "a TREC run file per domain ({domain} in PATH), e.g. mine='runs/{domain}.trec'",
+        ),
+        (
+            "--st-model",
+            "NAME=MODEL",
+            "a sentence-transformers model (hub id or folder), e.g. e5='intfloat/e5-base-v2'",
+        ),
+        (
+            "--class",
+            "NAME=MODULE:CLASS",
+            "a class implementing the Retriever interface, e.g. "
+            "overlap='personalir.retrieval.examples:TermOverlapRetriever'",
+        ),
         (
             "--retriever",
             "NAME=JSON",
-            'a full retriever entry, e.g. \'{"type": "bm25", "params": {"ties": "native"}}\'',
+            "a full retriever entry, e.g. "
+            'bm25_native=\'{"type": "bm25", "params": {"ties": "native"}}\'',
         ),
-        ("--catalog", "NAME", "a retriever of the config's retrieval.retrievers"),
+        ("--catalog", "NAME", "a retriever of the config's retrieval.retrievers, e.g. bm25"),
     ):
         ap.add_argument(
             opt,
@@ -203,6 +268,10 @@ def main(argv: list[str] | None = None) -> int:
 
     raw = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) if args.config else {}
     config = validate_config(raw or {}, source=args.config)
+    try:
+        document = document_template(args, config)
+    except ValueError as exc:
+        parser.error(str(exc))
     section = config["retrieval"]
     if args.device:
         section["device"] = args.device
@@ -216,6 +285,14 @@ def main(argv: list[str] | None = None) -> int:
         corpus, queries = prepare_inputs(args, config, out)
     except (ValueError, OSError) as exc:  # unreadable or inconsistent inputs: no traceback
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    if document is None:  # a given corpus: its template where a report beside it says
+        found = [corpus_document(path) for path in corpus]
+        document = found[0] if found and all(f == found[0] for f in found) else None
+    document_meta = (
+        {"built_from": "meta", **document.as_dict()}
+        if isinstance(document, DocumentTemplate)
+        else {"built_from": "corpus", **(document or {"fields": None})}
+    )
     settings = RunSettings.from_config(section, seed=config["seed"], threads=args.threads)
     names = []
     for kind, name, value in args.entries:
@@ -231,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                 query_paths=queries,
                 run_paths=runs,
                 meta_path=meta,
+                document=document_meta,
             )
         else:
             if kind == "st_model":
@@ -259,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                 first_stage_paths=[str(out / d / f"{first}.run") for d in domains]
                 if first
                 else None,
+                document=document_meta,
             )
         for d, run_path, query_path in zip(domains, runs, queries, strict=True):
             tied, found = tied_targets(run_path, read_benchmark(query_path))
@@ -303,6 +382,41 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+DOCUMENT_OPTIONS = {
+    "document_fields": "fields",
+    "document_separator": "separator",
+    "details_format": "details",
+    "document_terminator": "terminator",
+}
+
+
+def _unescape(text: str) -> str:
+    """``\\n`` and ``\\t`` as newline and tab (a shell passes them as two characters)."""
+    return re.sub(r"\\([nt\\])", lambda m: {"n": "\n", "t": "\t", "\\": "\\"}[m.group(1)], text)
+
+
+def document_template(args: argparse.Namespace, config: dict) -> DocumentTemplate | None:
+    """With ``--meta``: the config's document template with the ``--document-*`` options
+    applied (written back into ``config``); None with ``--corpus`` (its documents exist)."""
+    given = {key: getattr(args, opt) for opt, key in DOCUMENT_OPTIONS.items()}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not args.meta:
+        if given:
+            raise ValueError(
+                "--document-fields, --document-separator, --details-format and "
+                "--document-terminator need --meta (a --corpus file holds its documents)"
+            )
+        return None
+    for key in ("separator", "details", "terminator"):
+        if key in given:
+            given[key] = _unescape(given[key])
+    section = config["data"]["products"].setdefault("document", {})
+    section.update(given)
+    template = DocumentTemplate.from_config(section)
+    config["data"]["products"]["document"] = template.as_dict()
+    return template
+
+
 def prepare_inputs(args: argparse.Namespace, config: dict, out: Path) -> tuple[list, list]:
     """Each domain's corpus (given, or built from ``--meta``) and checked queries; the
     console gets one line per domain with the counts (what is evaluated, dropped and why)."""
@@ -314,14 +428,25 @@ def prepare_inputs(args: argparse.Namespace, config: dict, out: Path) -> tuple[l
             report = corpus_from_meta(
                 meta_path=meta_path, out_dir=out / d, data_section=config["data"]
             )
+            template = DocumentTemplate.from_config(report["document"])
             print(
                 f"{d}: corpus of {report['products']} products built from {meta_path} "
                 f"({report['ingest'].get('records_quarantined', 0)} records quarantined); "
-                f"document = {DOCUMENT_FIELDS}",
+                f"document = {template.describe()}",
                 file=sys.stderr,
             )
     else:
         corpus = [args.corpus.format(domain=d) for d in domains]
+        for d, path in zip(domains, corpus, strict=True):
+            found = corpus_document(path)
+            try:
+                told = DocumentTemplate.from_config(found).describe() if found else None
+            except (ValueError, TypeError):
+                told = f"as recorded beside it: {found}"
+            told = told or (
+                "as written in the file (no products.report.json beside it names its fields)"
+            )
+            print(f"{d}: corpus {path}; document = {told}", file=sys.stderr)
     queries = [str(out / d / "queries.jsonl") for d in domains]
     for i, d in enumerate(domains):
         report = prepare_queries(

@@ -26,7 +26,12 @@ independent):
                 product's sum, den_p = its pair count).
 ``MRRdeg@D``    mean over writing-error pairs of ``RR@D(clean) - RR@D(error)``: MRR(clean) -
                 MRR(error) over the same pairs, a miss counting RR = 0.
-standard        mean over distinct queries (by product, user and text) of the ir_measures value.
+standard        mean over distinct queries (by product, user and text) of the ir_measures value,
+                over all queries (``R@10``) and over each subset of :data:`QUERY_SUBSETS`
+                (``R@10[clean]``: the queries as the users wrote them without injected
+                errors, i.e. both queries of a syntactic pair, the clean query of a
+                writing-error pair and unpaired queries; ``R@10[error]``: the error query
+                of each writing-error pair).
 
 A pair counts only when both of its queries were evaluated.
 """
@@ -45,6 +50,25 @@ from personalir.common.registry import Registry
 
 QUERY_COLUMNS = ("query_id", "domain", "product", "user_id", "pair_id", "kind", "role", "text")
 DISTINCT_QUERY = ["product", "user_id", "text"]
+#: Query subsets the standard measures are also reported on, in table order ("all" is the
+#: measure's plain name): clean queries carry no injected writing error, error queries do.
+QUERY_SUBSETS = ("clean", "error", "all")
+_SUBSET = re.compile(r"^(?P<measure>.+)\[(?P<subset>[a-z]+)\]$")
+
+
+def subset_metric(measure: str, subset: str) -> str:
+    """Summary name of a standard measure on a query subset: ``R@10[clean]``; ``R@10`` for all."""
+    if subset not in QUERY_SUBSETS:
+        raise ValueError(f"unknown query subset {subset!r} (expected one of {QUERY_SUBSETS})")
+    return measure if subset == "all" else f"{measure}[{subset}]"
+
+
+def in_subset(frame: pd.DataFrame, subset: str) -> pd.DataFrame:
+    """The per-query rows of a query subset (:data:`QUERY_SUBSETS`)."""
+    if subset == "all":
+        return frame
+    is_error = frame["role"] == "error"
+    return frame.loc[is_error if subset == "error" else ~is_error]
 
 
 @dataclass(frozen=True)
@@ -84,8 +108,13 @@ class MetricSettings:
             for k in self.cutoffs(family)
         ]
 
+    def effectiveness_metrics(self, subset: str | None = None) -> list[str]:
+        """Summary names of the standard measures on every query subset (or on one)."""
+        subsets = QUERY_SUBSETS if subset is None else (subset,)
+        return [subset_metric(m, s) for s in subsets for m in self.standard]
+
     def all_metrics(self) -> list[str]:
-        return self.pqb_metrics() + list(self.standard)
+        return self.pqb_metrics() + self.effectiveness_metrics()
 
 
 def per_query_frame(
@@ -289,23 +318,31 @@ class MRRDeg(Metric):
 
 @dataclass(frozen=True)
 class StandardMeasure(Metric):
-    """An ir_measures column of the per-query frame, averaged over distinct queries."""
+    """An ir_measures column of the per-query frame, averaged over distinct queries (of the
+    query subset ``params["subset"]``, all by default)."""
+
+    @property
+    def column(self) -> str:
+        return self.params.get("measure", self.name)
+
+    def _distinct(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return in_subset(frame, self.params.get("subset", "all")).drop_duplicates(DISTINCT_QUERY)
 
     def items(self, frame: pd.DataFrame) -> int:
-        return len(frame.drop_duplicates(DISTINCT_QUERY))
+        return len(self._distinct(frame))
 
     def units(self, frame: pd.DataFrame) -> pd.DataFrame:
-        if self.name not in frame.columns:
-            raise KeyError(f"per-query frame has no column {self.name!r}")
-        distinct = frame.drop_duplicates(DISTINCT_QUERY)
-        out = distinct.groupby("product", sort=True)[self.name].agg(["sum", "count"])
+        if self.column not in frame.columns:
+            raise KeyError(f"per-query frame has no column {self.column!r}")
+        distinct = self._distinct(frame)
+        out = distinct.groupby("product", sort=True)[self.column].agg(["sum", "count"])
         out = out.reset_index().rename(columns={"sum": "num", "count": "den"})
         return out.astype({"den": float})
 
 
 def parse_metric(name: str, rr_depth: int = 200) -> Metric:
     """``Flip@10``, ``FlipProd@10``, ``RRstd@200``, ``Deg@5``, ``MRRdeg@200``; anything else is
-    ir_measures'."""
+    ir_measures', optionally on a query subset (``R@10[clean]``, ``R@10[error]``)."""
     m = _NAME.match(name)
     if m and m.group("family") in METRICS:
         family, k = m.group("family"), int(m.group("k"))
@@ -314,6 +351,13 @@ def parse_metric(name: str, rr_depth: int = 200) -> Metric:
                 f"metric {name!r}: the per-query frame holds RR at depth {rr_depth}, not {k}"
             )
         return METRICS.get(family)(name=name, params={"k": k})
+    sub = _SUBSET.match(name)
+    if sub:
+        subset = sub.group("subset")
+        if subset not in QUERY_SUBSETS or subset == "all":
+            raise ValueError(f"metric {name!r}: unknown query subset (expected clean or error)")
+        params = {"measure": sub.group("measure"), "subset": subset}
+        return StandardMeasure(name=name, lower_is_more_robust=False, params=params)
     return StandardMeasure(name=name, lower_is_more_robust=False)
 
 

@@ -99,10 +99,12 @@ def run_retriever(
     run_paths: Sequence[str | Path],
     meta_path: str | Path,
     first_stage_paths: Sequence[str | Path] | None = None,
+    document: Mapping | None = None,
 ) -> dict:
     """Index each domain's corpus, rank its queries, write one TREC run per domain + metadata.
 
-    The model is loaded once for all domains (``index`` is called per domain)."""
+    The model is loaded once for all domains (``index`` is called per domain). ``document``
+    (how the corpus documents were made, when known) is recorded in the metadata."""
     spec = RetrieverSpec.from_config(name, entry)
     retriever = spec.build(settings)
     meta = {
@@ -112,6 +114,7 @@ def run_retriever(
         **retriever.describe(),
         "depth": depth,
         "versions": _versions(),
+        **({"document": dict(document)} if document is not None else {}),
         "domains": {},
     }
     if retriever.needs_first_stage and not first_stage_paths:
@@ -174,8 +177,10 @@ def import_run(
     query_paths: Sequence[str | Path],
     run_paths: Sequence[str | Path],
     meta_path: str | Path,
+    document: Mapping | None = None,
 ) -> dict:
-    """Validate a user's run files (one per domain) and copy them into the results."""
+    """Validate a user's run files (one per domain) and copy them into the results
+    (``document``, how the corpus documents were made when known, into the metadata)."""
     meta = {
         "name": name,
         "label": entry.get("label") or name,
@@ -185,6 +190,7 @@ def import_run(
         "model": None,
         "params": {},
         "source": "run file",
+        **({"document": dict(document)} if document is not None else {}),
         "domains": {},
     }
     for i, domain in enumerate(domains):

@@ -8,7 +8,10 @@ Inputs are the per-query metric tables (one per retriever and domain). Outputs:
                   queries the value averages)
 ``significance``  metric, domain, retriever_a, retriever_b, difference (a - b), p_value,
                   p_holm (Holm over the retriever pairs of that metric and domain), significant,
-                  products, queries (the common evaluated queries the test used)
+                  products, queries (the common evaluated queries the test used); for the PQB
+                  metrics and the standard measures on all queries (their clean/error
+                  variants have intervals in the summary, no tests: they would double the
+                  cost of the tests)
 """
 
 from __future__ import annotations
@@ -119,7 +122,8 @@ def significance(
     """Paired randomisation tests for every pair of retrievers, metric and domain."""
     signs = _SignCache(settings.permutations, settings.seed)
     rows = []
-    metric_objs = [parse_metric(m, metrics.rr_depth) for m in metrics.all_metrics()]
+    tested = metrics.pqb_metrics() + metrics.effectiveness_metrics("all")
+    metric_objs = [parse_metric(m, metrics.rr_depth) for m in tested]
     cache: dict[tuple, pd.DataFrame] = {}
 
     def units(name: str, domain: str, frame: pd.DataFrame, metric) -> pd.DataFrame:

@@ -4,12 +4,14 @@
                    pairs); the reference code's per-product Flip (``FlipProd@K``) is in no
                    table, only in the summary CSV
 ``degradation``    Deg@K for each K and MRRdeg@200 (writing-error pairs)
-``effectiveness``  the standard measures (clean retrieval quality, for context)
+``effectiveness``  the standard measures on clean queries, on error queries and on all
+                   (:data:`~personalir.retrieval.metrics.QUERY_SUBSETS`), for context
 
 Rows: one block per domain and one for the equal-weight average, retrievers in configured
 order. In each block and column the most robust value (lowest; for effectiveness the highest)
 is bold and the least robust is marked with ``*``. The CSV carries the same rows with the
-95% bootstrap interval of every value.
+95% bootstrap interval of every value; the effectiveness CSV has one row per domain,
+retriever and query subset (column ``subset``), its LaTeX one column group per subset.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ import pandas as pd
 from personalir.common.domains import display_label
 from personalir.common.io import write_text
 from personalir.common.latex import dataframe_to_latex
-from personalir.retrieval.metrics import MetricSettings, metric_header
+from personalir.retrieval.metrics import (
+    QUERY_SUBSETS,
+    MetricSettings,
+    metric_header,
+    subset_metric,
+)
 from personalir.retrieval.summary import AVERAGE, write_csv
 
 FAMILY_SHORT = {
@@ -80,8 +87,12 @@ def table_specs(metrics: MetricSettings) -> dict[str, dict]:
             "family": False,
             "count": ("Queries", metrics.standard[0]) if metrics.standard else None,
             "caption": (
-                "Retrieval effectiveness over the distinct queries (ir\\_measures). "
-                "Bold: best, *: worst in each domain."
+                "Retrieval effectiveness (ir\\_measures) over the distinct queries of each "
+                "subset: Clean, the queries without injected writing errors (both queries of "
+                "a syntactic pair, the clean query of a writing-error pair, unpaired "
+                "queries); Error, the error query of each writing-error pair; All, both. The "
+                "row naming a domain gives each subset's number of queries (n). Bold: best, "
+                "*: worst in each domain and subset."
             ),
         },
     }
@@ -183,6 +194,109 @@ def to_latex(
     return dataframe_to_latex(cells, caption=caption, label=label, bold=bold, midrule_before=starts)
 
 
+SUBSET_TITLES = {"clean": "Clean", "error": "Error", "all": "All"}
+
+
+def build_effectiveness_table(
+    summary: pd.DataFrame,
+    names: Sequence[str],
+    domains: Sequence[str],
+    measures: Sequence[str],
+) -> pd.DataFrame:
+    """Tidy effectiveness table: one row per domain, retriever and query subset (``subset``,
+    ``queries``), then value/ci per measure."""
+    frames = []
+    for subset in QUERY_SUBSETS:
+        named = {subset_metric(m, subset): m for m in measures}
+        part = summary[summary["metric"].isin(list(named))].copy()
+        part["metric"] = part["metric"].map(named)
+        first = measures[0] if measures else None
+        table = build_table(part, names, domains, measures, ("Queries", first) if first else None)
+        if table.empty:
+            continue
+        table.insert(4, "subset", subset)
+        frames.append(table)
+    if not frames:
+        return pd.DataFrame(columns=["domain", "retriever", "label", "family", "subset"])
+    order = {d: i for i, d in enumerate(list(domains) + [AVERAGE])}
+    out = pd.concat(frames, ignore_index=True)
+    out["_d"] = out["domain"].map(order)
+    out["_r"] = out["retriever"].map({n: i for i, n in enumerate(names)})
+    out["_s"] = out["subset"].map({s: i for i, s in enumerate(QUERY_SUBSETS)})
+    out = out.sort_values(["_d", "_r", "_s"], kind="stable").drop(columns=["_d", "_r", "_s"])
+    return out.reset_index(drop=True)
+
+
+def _count_text(values: pd.Series) -> str:
+    counts = sorted({int(v) for v in values.dropna()})
+    if not counts:
+        return "--"
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
+def effectiveness_to_latex(
+    table: pd.DataFrame,
+    measures: Sequence[str],
+    *,
+    caption: str,
+    label: str,
+    floatfmt: str = ".3f",
+) -> str:
+    """One row per retriever and one column group per query subset (Clean, Error, All); the
+    row naming a domain gives each subset's query count (``n=...``, a range if the retrievers
+    differ), best/worst marked per subset."""
+    subsets = [s for s in QUERY_SUBSETS if s in set(table.get("subset", []))]
+    columns = [f"{m} [{s}]" for s in subsets for m in measures]
+    rows: list[dict] = []
+    bold: dict[tuple[int, str], bool] = {}
+    starts: list[int] = []
+    for domain, block in table.groupby("domain", sort=False):
+        if rows:
+            starts.append(len(rows))
+        head = {"Retriever": display_label(domain)}
+        for s in subsets:  # each group's first cell: its number of queries
+            if measures:
+                n = _count_text(block.loc[block["subset"] == s, "queries"])
+                head[f"{measures[0]} [{s}]"] = f"n={n}"
+        rows.append(head)
+        wide = {}
+        for s in subsets:
+            part = block[block["subset"] == s].set_index("retriever")
+            for m in measures:
+                wide[f"{m} [{s}]"] = part[m]
+        wide = pd.DataFrame(wide)
+        retrievers = list(dict.fromkeys(block["retriever"]))
+        wide = wide.reindex(retrievers)
+        marks = {c: _extremes(wide[c].reset_index(drop=True), False) for c in columns}
+        labels = block.drop_duplicates("retriever").set_index("retriever")["label"]
+        for i, name in enumerate(retrievers):
+            row = {"Retriever": labels[name]}
+            for c in columns:
+                v = wide.at[name, c]
+                cell = format(v, floatfmt) if v == v else "--"
+                best, worst = marks[c]
+                if i in best:
+                    bold[(len(rows), c)] = True
+                if i in worst:
+                    cell += "*"
+                row[c] = cell
+            rows.append(row)
+    cells = pd.DataFrame(rows, columns=["Retriever", *columns]).fillna("")
+    groups = [("", 1)] + [(SUBSET_TITLES[s], len(measures)) for s in subsets]
+    return dataframe_to_latex(
+        cells,
+        caption=caption,
+        label=label,
+        bold=bold,
+        midrule_before=starts,
+        header_groups=groups if measures else None,
+        column_labels=["Retriever"] + [metric_header(m) for _ in subsets for m in measures],
+        # Three groups of every measure are wide: narrower gaps, then scaled to the width.
+        fit_width=len(columns) > 9,
+        column_sep="3pt" if len(columns) > 9 else None,
+    )
+
+
 def write_tables(
     summary: pd.DataFrame,
     names: Sequence[str],
@@ -195,17 +309,22 @@ def write_tables(
 ) -> dict[str, pd.DataFrame]:
     out = {}
     for key, spec in table_specs(metric_settings).items():
-        table = build_table(summary, names, domains, spec["metrics"], spec["count"])
-        write_csv(csv_paths[key], table)
         caption = f"{spec['caption']} Configuration: {label}."
-        tex = to_latex(
-            table,
-            spec["metrics"],
-            lower_is_better=spec["lower_is_better"],
-            family=spec.get("family", True),
-            caption=caption,
-            label=f"tab:retrieval-{key.replace('_', '-')}",
-        )
+        tex_label = f"tab:retrieval-{key.replace('_', '-')}"
+        if key == "effectiveness":
+            table = build_effectiveness_table(summary, names, domains, spec["metrics"])
+            tex = effectiveness_to_latex(table, spec["metrics"], caption=caption, label=tex_label)
+        else:
+            table = build_table(summary, names, domains, spec["metrics"], spec["count"])
+            tex = to_latex(
+                table,
+                spec["metrics"],
+                lower_is_better=spec["lower_is_better"],
+                family=spec.get("family", True),
+                caption=caption,
+                label=tex_label,
+            )
+        write_csv(csv_paths[key], table)
         write_text(tex_paths[key], tex)
         out[key] = table
     return out
