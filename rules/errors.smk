@@ -25,7 +25,7 @@ rule errors_correct:
         gec=lambda w: params_json("errors", "gec"),
         cache=results("errors", "cache"),
     log:
-        "logs/errors/correct_{domain}.log",
+        logs("errors", "correct_{domain}.log"),
     resources:
         mem_mb=4000,
         runtime=240,
@@ -49,7 +49,7 @@ rule errors_edits:
     params:
         edits=lambda w: params_json("errors", "edits"),
     log:
-        "logs/errors/edits_{domain}.log",
+        logs("errors", "edits_{domain}.log"),
     resources:
         mem_mb=3000,
         runtime=60,
@@ -73,7 +73,7 @@ rule errors_profiles:
     params:
         profiles=lambda w: params_json("errors", "profiles"),
     log:
-        "logs/errors/profiles_{domain}.log",
+        logs("errors", "profiles_{domain}.log"),
     resources:
         mem_mb=2000,
         runtime=20,
@@ -101,7 +101,7 @@ rule errors_sampling_eval:
         seed=config["seed"],
         products=lambda w, input: f"--products {input.products}" if input.products else "",
     log:
-        "logs/errors/sampling_eval_{domain}.log",
+        logs("errors", "sampling_eval_{domain}.log"),
     resources:
         mem_mb=2000,
         runtime=30,
@@ -123,16 +123,16 @@ rule errors_tables:
         profiles=expand(results("errors", "{domain}", "profiles.json"), domain=DOMAINS),
     output:
         sampling_csv=results("errors", "sampling_eval.csv"),
-        sampling_tex="paper/generated/errors_sampling.tex",
+        sampling_tex=generated("errors_sampling.tex"),
         stats_csv=results("errors", "error_statistics.csv"),
-        stats_tex="paper/generated/errors_statistics.tex",
-        mechanisms_tex="paper/generated/errors_mechanism_mix.tex",
+        stats_tex=generated("errors_statistics.tex"),
+        mechanisms_tex=generated("errors_mechanism_mix.tex"),
     params:
         domains=" ".join(DOMAINS),
         backends=" ".join(ERRORS_GEC["backends"]),
         label=config["label"],
     log:
-        "logs/errors/tables.log",
+        logs("errors", "tables.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -153,14 +153,14 @@ rule errors_figure:
     input:
         profiles=expand(results("errors", "{domain}", "profiles.json"), domain=DOMAINS),
     output:
-        figure="paper/generated/errors_mechanism_profiles.pdf",
+        figure=generated("errors_mechanism_profiles.pdf"),
         data=results("errors", "mechanisms_figure.csv"),
     params:
         domains=" ".join(DOMAINS),
         n_users=ERRORS["figure"]["n_users"],
         label=config["label"],
     log:
-        "logs/errors/figure.log",
+        logs("errors", "figure.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -176,10 +176,10 @@ ERRORS_OUTPUTS = [
     results("errors", "sampling_eval.csv"),
     results("errors", "error_statistics.csv"),
     results("errors", "mechanisms_figure.csv"),
-    "paper/generated/errors_sampling.tex",
-    "paper/generated/errors_statistics.tex",
-    "paper/generated/errors_mechanism_mix.tex",
-    "paper/generated/errors_mechanism_profiles.pdf",
+    generated("errors_sampling.tex"),
+    generated("errors_statistics.tex"),
+    generated("errors_mechanism_mix.tex"),
+    generated("errors_mechanism_profiles.pdf"),
 ]
 FINAL_TARGETS.extend(ERRORS_OUTPUTS)
 FINAL_TARGETS.extend(expand(results("errors", "{domain}", "profiles.csv"), domain=DOMAINS))

@@ -124,7 +124,7 @@ def test_rules_wire_up(tmp_path):
     proc = snakemake(
         work,
         "results/errors/sampling_eval.csv",
-        "paper/generated/errors_mechanism_profiles.pdf",
+        "results/paper/generated/errors_mechanism_profiles.pdf",
         "-n",
         "--quiet",
         "rules",
