@@ -96,8 +96,14 @@ rule errors_sampling_eval:
     output:
         csv=results("errors", "{domain}", "sampling_eval.csv"),
         json=results("errors", "{domain}", "sampling_eval.json"),
+        users=results("errors", "{domain}", "sampling_users.csv"),
     params:
-        errors=params_json("errors", keys=("edits", "profiles", "injection", "sampling_eval")),
+        # The intervals are the tables' business: changing them never re-runs the evaluation.
+        errors=params_json(
+            "errors",
+            keys=("edits", "profiles", "injection", "sampling_eval"),
+            omit=("sampling_eval.bootstrap",),
+        ),
         seed=config["seed"],
         products=lambda w, input: f"--products {input.products}" if input.products else "",
     log:
@@ -112,13 +118,14 @@ rule errors_sampling_eval:
         "python -u workflow_scripts/errors_sampling.py --edits {input.edits} --words {input.words}"
         " --corrections {input.corrections} {params.products} --params {params.errors:q}"
         " --seed {params.seed} --domain {wildcards.domain} --csv {output.csv}"
-        " --json {output.json} > {log} 2>&1"
+        " --json {output.json} --users {output.users} > {log} 2>&1"
 
 rule errors_tables:
     """Error-sampling table (per domain and averaged) and correction statistics, CSV + LaTeX."""
     input:
         sampling_csv=expand(results("errors", "{domain}", "sampling_eval.csv"), domain=DOMAINS),
         sampling_json=expand(results("errors", "{domain}", "sampling_eval.json"), domain=DOMAINS),
+        sampling_users=expand(results("errors", "{domain}", "sampling_users.csv"), domain=DOMAINS),
         edit_reports=expand(results("errors", "{domain}", "edits.report.json"), domain=DOMAINS),
         profiles=expand(results("errors", "{domain}", "profiles.json"), domain=DOMAINS),
     output:
@@ -131,6 +138,8 @@ rule errors_tables:
         domains=" ".join(DOMAINS),
         backends=" ".join(ERRORS_GEC["backends"]),
         label=config["label"],
+        bootstrap=params_json("errors", "sampling_eval", "bootstrap"),
+        seed=config["seed"],
     log:
         logs("errors", "tables.log"),
     resources:
@@ -142,6 +151,8 @@ rule errors_tables:
     shell:
         "python -u workflow_scripts/errors_tables.py --domains {params.domains}"
         " --sampling-csv {input.sampling_csv} --sampling-json {input.sampling_json}"
+        " --sampling-users {input.sampling_users} --bootstrap {params.bootstrap:q}"
+        " --seed {params.seed}"
         " --edit-reports {input.edit_reports} --profiles {input.profiles}"
         " --backends {params.backends} --label {params.label:q}"
         " --sampling-out-csv {output.sampling_csv} --sampling-tex {output.sampling_tex}"
