@@ -65,7 +65,7 @@ lock:
 	$(BIN)/python -m pip list --format=freeze --exclude-editable > requirements.lock
 
 clean-results:
-	rm -rf results/sample_world results/data results/report logs paper/generated paper/main.pdf
+	rm -rf results/sample_world results/data results/report results/logs results/paper
 
 # --- Cluster and artifacts (README "Running on a SLURM cluster", "Fetching cached artifacts")
 .PHONY: fetch dvc-update cluster-setup slurm-up slurm-down

@@ -24,6 +24,10 @@ except ConfigError as exc:
 
 DOMAINS = config["domains"]
 RESULTS = config["results_dir"]
+# Everything a configuration writes lies under its results root, so two configurations with
+# different roots never share a path: artifacts, logs, the paper's generated inputs, the PDF.
+LOGS = f"{RESULTS}/logs"
+GENERATED = f"{RESULTS}/paper/generated"
 # Targets each rule module adds to `all`.
 FINAL_TARGETS = []
 

@@ -8,6 +8,8 @@ from personalir import workflow_support
 params_json = partial(workflow_support.params_json, config)
 compact_json = workflow_support.compact_json
 results = partial(workflow_support.results_path, RESULTS)
+logs = partial(workflow_support.results_path, LOGS)
+generated = partial(workflow_support.results_path, GENERATED)
 raw_files = partial(workflow_support.raw_files, config)
 # Dequantised float32 copies of packaged GGUF models (SmolLM2), made once and read by every
 # rule that loads one (queries, the LLM rerankers, the TTP backbone and HyDE); outside the DAG

@@ -13,7 +13,7 @@ rule sample_world:
         sample=lambda w: params_json("sample"),
         seed=config["seed"],
     log:
-        "logs/sample_world/{domain}.log",
+        logs("sample_world", "{domain}.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -35,7 +35,7 @@ rule download:
     params:
         download=lambda w: params_json("data", "download"),
     log:
-        "logs/download/{domain}.log",
+        logs("download", "{domain}.log"),
     resources:
         mem_mb=1000,
         runtime=240,
@@ -60,7 +60,7 @@ rule ingest:
     params:
         ingest=lambda w: params_json("data", "ingest"),
     log:
-        "logs/data/ingest_{domain}_{table}.log",
+        logs("data", "ingest_{domain}_{table}.log"),
     resources:
         mem_mb=4000,
         runtime=60,
@@ -83,7 +83,7 @@ rule product_documents:
     params:
         products=lambda w: params_json("data", "products"),
     log:
-        "logs/data/product_documents_{domain}.log",
+        logs("data", "product_documents_{domain}.log"),
     resources:
         mem_mb=2000,
         runtime=30,
@@ -108,7 +108,7 @@ rule user_sentences:
     params:
         sentences=lambda w: params_json("data", "sentences"),
     log:
-        "logs/data/user_sentences_{domain}.log",
+        logs("data", "user_sentences_{domain}.log"),
     resources:
         mem_mb=4000,
         runtime=30,

@@ -25,7 +25,7 @@ rule errors_correct:
         gec=lambda w: params_json("errors", "gec"),
         cache=results("errors", "cache"),
     log:
-        "logs/errors/correct_{domain}.log",
+        logs("errors", "correct_{domain}.log"),
     resources:
         mem_mb=4000,
         runtime=240,
@@ -49,7 +49,7 @@ rule errors_edits:
     params:
         edits=lambda w: params_json("errors", "edits"),
     log:
-        "logs/errors/edits_{domain}.log",
+        logs("errors", "edits_{domain}.log"),
     resources:
         mem_mb=3000,
         runtime=60,
@@ -73,7 +73,7 @@ rule errors_profiles:
     params:
         profiles=lambda w: params_json("errors", "profiles"),
     log:
-        "logs/errors/profiles_{domain}.log",
+        logs("errors", "profiles_{domain}.log"),
     resources:
         mem_mb=2000,
         runtime=20,
@@ -96,12 +96,18 @@ rule errors_sampling_eval:
     output:
         csv=results("errors", "{domain}", "sampling_eval.csv"),
         json=results("errors", "{domain}", "sampling_eval.json"),
+        users=results("errors", "{domain}", "sampling_users.csv"),
     params:
-        errors=params_json("errors", keys=("edits", "profiles", "injection", "sampling_eval")),
+        # The intervals are the tables' business: changing them never re-runs the evaluation.
+        errors=params_json(
+            "errors",
+            keys=("edits", "profiles", "injection", "sampling_eval"),
+            omit=("sampling_eval.bootstrap",),
+        ),
         seed=config["seed"],
         products=lambda w, input: f"--products {input.products}" if input.products else "",
     log:
-        "logs/errors/sampling_eval_{domain}.log",
+        logs("errors", "sampling_eval_{domain}.log"),
     resources:
         mem_mb=2000,
         runtime=30,
@@ -112,27 +118,30 @@ rule errors_sampling_eval:
         "python -u workflow_scripts/errors_sampling.py --edits {input.edits} --words {input.words}"
         " --corrections {input.corrections} {params.products} --params {params.errors:q}"
         " --seed {params.seed} --domain {wildcards.domain} --csv {output.csv}"
-        " --json {output.json} > {log} 2>&1"
+        " --json {output.json} --users {output.users} > {log} 2>&1"
 
 rule errors_tables:
     """Error-sampling table (per domain and averaged) and correction statistics, CSV + LaTeX."""
     input:
         sampling_csv=expand(results("errors", "{domain}", "sampling_eval.csv"), domain=DOMAINS),
         sampling_json=expand(results("errors", "{domain}", "sampling_eval.json"), domain=DOMAINS),
+        sampling_users=expand(results("errors", "{domain}", "sampling_users.csv"), domain=DOMAINS),
         edit_reports=expand(results("errors", "{domain}", "edits.report.json"), domain=DOMAINS),
         profiles=expand(results("errors", "{domain}", "profiles.json"), domain=DOMAINS),
     output:
         sampling_csv=results("errors", "sampling_eval.csv"),
-        sampling_tex="paper/generated/errors_sampling.tex",
+        sampling_tex=generated("errors_sampling.tex"),
         stats_csv=results("errors", "error_statistics.csv"),
-        stats_tex="paper/generated/errors_statistics.tex",
-        mechanisms_tex="paper/generated/errors_mechanism_mix.tex",
+        stats_tex=generated("errors_statistics.tex"),
+        mechanisms_tex=generated("errors_mechanism_mix.tex"),
     params:
         domains=" ".join(DOMAINS),
         backends=" ".join(ERRORS_GEC["backends"]),
         label=config["label"],
+        bootstrap=params_json("errors", "sampling_eval", "bootstrap"),
+        seed=config["seed"],
     log:
-        "logs/errors/tables.log",
+        logs("errors", "tables.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -142,6 +151,8 @@ rule errors_tables:
     shell:
         "python -u workflow_scripts/errors_tables.py --domains {params.domains}"
         " --sampling-csv {input.sampling_csv} --sampling-json {input.sampling_json}"
+        " --sampling-users {input.sampling_users} --bootstrap {params.bootstrap:q}"
+        " --seed {params.seed}"
         " --edit-reports {input.edit_reports} --profiles {input.profiles}"
         " --backends {params.backends} --label {params.label:q}"
         " --sampling-out-csv {output.sampling_csv} --sampling-tex {output.sampling_tex}"
@@ -153,14 +164,14 @@ rule errors_figure:
     input:
         profiles=expand(results("errors", "{domain}", "profiles.json"), domain=DOMAINS),
     output:
-        figure="paper/generated/errors_mechanism_profiles.pdf",
+        figure=generated("errors_mechanism_profiles.pdf"),
         data=results("errors", "mechanisms_figure.csv"),
     params:
         domains=" ".join(DOMAINS),
         n_users=ERRORS["figure"]["n_users"],
         label=config["label"],
     log:
-        "logs/errors/figure.log",
+        logs("errors", "figure.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -176,10 +187,10 @@ ERRORS_OUTPUTS = [
     results("errors", "sampling_eval.csv"),
     results("errors", "error_statistics.csv"),
     results("errors", "mechanisms_figure.csv"),
-    "paper/generated/errors_sampling.tex",
-    "paper/generated/errors_statistics.tex",
-    "paper/generated/errors_mechanism_mix.tex",
-    "paper/generated/errors_mechanism_profiles.pdf",
+    generated("errors_sampling.tex"),
+    generated("errors_statistics.tex"),
+    generated("errors_mechanism_mix.tex"),
+    generated("errors_mechanism_profiles.pdf"),
 ]
 FINAL_TARGETS.extend(ERRORS_OUTPUTS)
 FINAL_TARGETS.extend(expand(results("errors", "{domain}", "profiles.csv"), domain=DOMAINS))

@@ -24,7 +24,7 @@ rule provenance:
         label=config["label"],
         models=prov.compact_json(prov.model_identifiers(config)),
     log:
-        "logs/provenance/{folder}.log",
+        logs("provenance", "{folder}.log"),
     resources:
         mem_mb=500,
         runtime=10,

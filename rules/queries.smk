@@ -25,7 +25,7 @@ rule queries_lm:
         seed=config["seed"],
         model_cache=GGUF_CACHE,  # rules/common.smk
     log:
-        "logs/queries/lm.log",
+        logs("queries", "lm.log"),
     resources:
         mem_mb=4000,
         runtime=60,
@@ -58,7 +58,7 @@ rule queries_candidates:
         seed=config["seed"],
         model_cache=GGUF_CACHE,  # rules/common.smk
     log:
-        "logs/queries/candidates_{domain}.log",
+        logs("queries", "candidates_{domain}.log"),
     resources:
         mem_mb=4000,
         runtime=60,
@@ -103,7 +103,7 @@ rule queries_select:
         seed=config["seed"],
         model_cache=GGUF_CACHE,  # rules/common.smk
     log:
-        "logs/queries/select_{domain}.log",
+        logs("queries", "select_{domain}.log"),
     resources:
         mem_mb=4000,
         runtime=60,
@@ -138,17 +138,17 @@ rule queries_tables:
         ),
     output:
         datasheet_csv=results("queries", "datasheet.csv"),
-        datasheet_tex="paper/generated/queries_datasheet.tex",
+        datasheet_tex=generated("queries_datasheet.tex"),
         filters_csv=results("queries", "filter_report.csv"),
-        filters_tex="paper/generated/queries_filters.tex",
+        filters_tex=generated("queries_filters.tex"),
         identifiability_csv=results("queries", "identifiability.csv"),
-        identifiability_tex="paper/generated/queries_identifiability.tex",
+        identifiability_tex=generated("queries_identifiability.tex"),
     params:
         domains=" ".join(DOMAINS),
         queries=params_json("queries", keys=("pairs", "identifiability")),
         label=config["label"],
     log:
-        "logs/queries/tables.log",
+        logs("queries", "tables.log"),
     resources:
         mem_mb=1000,
         runtime=10,

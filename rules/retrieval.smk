@@ -37,7 +37,7 @@ rule retrieval_queries:
         source=RETRIEVAL["queries"]["source"],
         unknown=RETRIEVAL["queries"]["unknown_products"],
     log:
-        "logs/retrieval/queries_{domain}.log",
+        logs("retrieval", "queries_{domain}.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -82,7 +82,7 @@ rule retrieval_run:
             "--first-stage " + " ".join(input.first_stage) if input.first_stage else ""
         ),
     log:
-        "logs/retrieval/run_{retriever}.log",
+        logs("retrieval", "run_{retriever}.log"),
     resources:
         mem_mb=lambda w: retrieval_resource(w.retriever, "mem_mb"),
         runtime=lambda w: retrieval_resource(w.retriever, "runtime"),
@@ -114,7 +114,7 @@ rule retrieval_import_run:
         entry=lambda w: compact_json(RUN_FILE_DEFS[w.retriever]),
         domains=" ".join(DOMAINS),
     log:
-        "logs/retrieval/import_{retriever}.log",
+        logs("retrieval", "import_{retriever}.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -145,7 +145,7 @@ rule retrieval_metrics:
         metrics=lambda w: params_json("retrieval", "metrics"),
         domains=" ".join(DOMAINS),
     log:
-        "logs/retrieval/metrics_{retriever}.log",
+        logs("retrieval", "metrics_{retriever}.log"),
     resources:
         mem_mb=2000,
         runtime=10,
@@ -174,7 +174,7 @@ rule retrieval_summary:
         domains=" ".join(DOMAINS),
         seed=config["seed"],
     log:
-        "logs/retrieval/summary.log",
+        logs("retrieval", "summary.log"),
     resources:
         mem_mb=4000,
         runtime=20,
@@ -196,16 +196,16 @@ rule retrieval_tables:
         flip_csv=results("retrieval", "table_flip_rrstd.csv"),
         deg_csv=results("retrieval", "table_degradation.csv"),
         eff_csv=results("retrieval", "table_effectiveness.csv"),
-        flip_tex="paper/generated/retrieval_flip_rrstd.tex",
-        deg_tex="paper/generated/retrieval_degradation.tex",
-        eff_tex="paper/generated/retrieval_effectiveness.tex",
+        flip_tex=generated("retrieval_flip_rrstd.tex"),
+        deg_tex=generated("retrieval_degradation.tex"),
+        eff_tex=generated("retrieval_effectiveness.tex"),
     params:
         metrics=lambda w: params_json("retrieval", "metrics"),
         names=" ".join(RETRIEVAL_USE),
         domains=" ".join(DOMAINS),
         label=config["label"],
     log:
-        "logs/retrieval/tables.log",
+        logs("retrieval", "tables.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -225,14 +225,14 @@ rule retrieval_figures:
     input:
         summary=results("retrieval", "summary.csv"),
     output:
-        flip=f"paper/generated/retrieval_flip_by_depth.{RETRIEVAL_FIG}",
-        deg=f"paper/generated/retrieval_deg_ci.{RETRIEVAL_FIG}",
+        flip=generated(f"retrieval_flip_by_depth.{RETRIEVAL_FIG}"),
+        deg=generated(f"retrieval_deg_ci.{RETRIEVAL_FIG}"),
     params:
         metrics=lambda w: params_json("retrieval", "metrics"),
         names=" ".join(RETRIEVAL_USE),
         domains=" ".join(DOMAINS),
     log:
-        "logs/retrieval/figures.log",
+        logs("retrieval", "figures.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -250,11 +250,11 @@ RETRIEVAL_TARGETS = [
     results("retrieval", "table_flip_rrstd.csv"),
     results("retrieval", "table_degradation.csv"),
     results("retrieval", "table_effectiveness.csv"),
-    "paper/generated/retrieval_flip_rrstd.tex",
-    "paper/generated/retrieval_degradation.tex",
-    "paper/generated/retrieval_effectiveness.tex",
-    f"paper/generated/retrieval_flip_by_depth.{RETRIEVAL_FIG}",
-    f"paper/generated/retrieval_deg_ci.{RETRIEVAL_FIG}",
+    generated("retrieval_flip_rrstd.tex"),
+    generated("retrieval_degradation.tex"),
+    generated("retrieval_effectiveness.tex"),
+    generated(f"retrieval_flip_by_depth.{RETRIEVAL_FIG}"),
+    generated(f"retrieval_deg_ci.{RETRIEVAL_FIG}"),
 ]
 if RETRIEVAL["enabled"]:
     FINAL_TARGETS.extend(RETRIEVAL_TARGETS)

@@ -3,7 +3,6 @@
 # sentences and `syntax.parse`, so a changed encoder, profile or evaluation key never re-parses.
 
 SYNTAX = config["syntax"]
-PAPER_GENERATED = "paper/generated"
 
 
 rule syntax_parse:
@@ -17,7 +16,7 @@ rule syntax_parse:
         parse=lambda w: params_json("syntax", "parse"),
         cache=results("syntax", "parse_cache") if SYNTAX["parse"]["cache"] else "",
     log:
-        "logs/syntax/parse_{domain}.log",
+        logs("syntax", "parse_{domain}.log"),
     resources:
         mem_mb=3000,
         runtime=120,
@@ -44,7 +43,7 @@ rule syntax_features:
         features=lambda w: params_json("syntax", "features"),
         seed=config["seed"],
     log:
-        "logs/syntax/features_{domain}.log",
+        logs("syntax", "features_{domain}.log"),
     resources:
         mem_mb=3000,
         runtime=30,
@@ -75,7 +74,7 @@ rule syntax_encoder:
         encoder=lambda w: params_json("syntax", "encoder"),
         seed=config["seed"],
     log:
-        "logs/syntax/encoder_{domain}.log",
+        logs("syntax", "encoder_{domain}.log"),
     resources:
         mem_mb=4000,
         runtime=60,
@@ -101,7 +100,7 @@ rule syntax_profiles:
     params:
         profiles=lambda w: params_json("syntax", "profiles"),
     log:
-        "logs/syntax/profiles_{domain}.log",
+        logs("syntax", "profiles_{domain}.log"),
     resources:
         mem_mb=2000,
         runtime=30,
@@ -128,7 +127,7 @@ rule syntax_attribution:
         attribution=lambda w: params_json("syntax", "attribution"),
         seed=config["seed"],
     log:
-        "logs/syntax/attribution_{domain}.log",
+        logs("syntax", "attribution_{domain}.log"),
     resources:
         mem_mb=3000,
         runtime=60,
@@ -151,15 +150,15 @@ rule syntax_table:
     output:
         csv=results("syntax", "attribution.csv"),
         tex=results("syntax", "attribution.tex"),
-        paper_tex=f"{PAPER_GENERATED}/syntax_attribution.tex",
+        paper_tex=generated("syntax_attribution.tex"),
         stats_csv=results("syntax", "rules_summary.csv"),
         stats_tex=results("syntax", "rules_summary.tex"),
-        paper_stats_tex=f"{PAPER_GENERATED}/syntax_rules_summary.tex",
+        paper_stats_tex=generated("syntax_rules_summary.tex"),
     params:
         domains=" ".join(DOMAINS),
         label=config["label"],
     log:
-        "logs/syntax/table.log",
+        logs("syntax", "table.log"),
     resources:
         mem_mb=1000,
         runtime=5,
@@ -185,12 +184,12 @@ rule syntax_figures:
     output:
         roc=results("syntax", "figures", "syntax_roc.pdf"),
         training=results("syntax", "figures", "syntax_training.pdf"),
-        paper_roc=f"{PAPER_GENERATED}/syntax_roc.pdf",
-        paper_training=f"{PAPER_GENERATED}/syntax_training.pdf",
+        paper_roc=generated("syntax_roc.pdf"),
+        paper_training=generated("syntax_training.pdf"),
     params:
         domains=" ".join(DOMAINS),
     log:
-        "logs/syntax/figures.log",
+        logs("syntax", "figures.log"),
     resources:
         mem_mb=1500,
         runtime=5,

@@ -32,7 +32,7 @@ rule ttp_examples:
         source=TTP["source"],
         sources=lambda w, input: ttp_wf.example_source_args(config, dict(input)),
     log:
-        "logs/ttp/examples_{ttp_set}.log",
+        logs("ttp", "examples_{ttp_set}.log"),
     resources:
         mem_mb=3000,
         runtime=20,
@@ -58,7 +58,7 @@ rule ttp_teacher:
         ttp=params_json("ttp", keys=("teacher", "history", "items")),
         seed=config["seed"],
     log:
-        "logs/ttp/teacher_{ttp_set}.log",
+        logs("ttp", "teacher_{ttp_set}.log"),
     resources:
         mem_mb=3000,
         runtime=60,
@@ -84,7 +84,7 @@ rule ttp_backbone:
         seed=config["seed"],
         model_cache=GGUF_CACHE,
     log:
-        "logs/ttp/backbone.log",
+        logs("ttp", "backbone.log"),
     resources:
         mem_mb=4000,
         runtime=20,
@@ -114,7 +114,7 @@ rule ttp_sft:
         ttp=params_json("ttp", keys=("backbone", "lora", "sft", "items")),
         seed=config["seed"],
     log:
-        "logs/ttp/sft.log",
+        logs("ttp", "sft.log"),
     resources:
         mem_mb=8000,
         runtime=240,
@@ -142,7 +142,7 @@ rule ttp_dense_ft:
         ttp=params_json("ttp", keys=("dense", "items")),
         seed=config["seed"],
     log:
-        "logs/ttp/dense_ft_{variant}.log",
+        logs("ttp", "dense_ft_{variant}.log"),
     resources:
         mem_mb=3000,
         runtime=60,
@@ -173,7 +173,7 @@ rule ttp_run:
         seed=config["seed"],
         model_cache=GGUF_CACHE,
     log:
-        "logs/ttp/run_{ttp_set}_{method}.log",
+        logs("ttp", "run_{ttp_set}_{method}.log"),
     resources:
         mem_mb=4000,
         runtime=60,
@@ -212,7 +212,7 @@ rule ttp_evaluate:
         seed=config["seed"],
         runs=ttp_wf.run_specs(config),
     log:
-        "logs/ttp/evaluate.log",
+        logs("ttp", "evaluate.log"),
     resources:
         mem_mb=2000,
         runtime=20,
@@ -233,12 +233,12 @@ rule ttp_table:
         acceptance=results("ttp", "acceptance.json"),
     output:
         csv=results("ttp", "table4.csv"),
-        tex="paper/generated/ttp_table4.tex",
+        tex=generated("ttp_table4.tex"),
     params:
         ttp=params_json("ttp", keys=("methods", "paper_reference")),
         label=config["label"],
     log:
-        "logs/ttp/table.log",
+        logs("ttp", "table.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -257,11 +257,11 @@ rule ttp_loss_figure:
         loss=results("ttp", "sft", "loss.json"),
         report=results("ttp", "sft", "train.report.json"),
     output:
-        pdf="paper/generated/ttp_sft_loss.pdf",
+        pdf=generated("ttp_sft_loss.pdf"),
     params:
         label=config["label"],
     log:
-        "logs/ttp/loss_figure.log",
+        logs("ttp", "loss_figure.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -282,7 +282,7 @@ rule ttp_check:
     params:
         enforce=str(TTP["evaluation"]["check"]).lower(),
     log:
-        "logs/ttp/check.log",
+        logs("ttp", "check.log"),
     resources:
         mem_mb=500,
         runtime=5,
@@ -298,8 +298,8 @@ if TTP["enabled"]:
     FINAL_TARGETS.extend(
         [
             results("ttp", "table4.csv"),
-            "paper/generated/ttp_table4.tex",
-            "paper/generated/ttp_sft_loss.pdf",
+            generated("ttp_table4.tex"),
+            generated("ttp_sft_loss.pdf"),
             results("ttp", "acceptance.txt"),
         ]
     )

@@ -4,8 +4,9 @@
     python scripts/manifest.py verify FILE [ROOT] [--strict]
     python scripts/manifest.py check [ROOT]               # each results folder vs provenance.json
 
-Artifacts are every file under results/ and paper/generated/, and paper/main.pdf (hidden
-temporary files and README.md excluded). The manifest is in sha256sum's format, so
+Artifacts are every file under the results root (`--results-dir`, default results/: the
+paper's generated tables and figures and the PDF included; its logs/, hidden temporary files
+and README.md excluded). The manifest is in sha256sum's format, so
 `sha256sum -c FILE` checks it as well. `verify` names every missing or changed file (and with
 --strict every file not in the manifest) and exits 1 if there is any; `check` recomputes the
 hashes each folder's provenance.json recorded and names missing, truncated or changed files.
@@ -32,7 +33,7 @@ from personalir.common.provenance import (  # noqa: E402
 
 
 def cmd_write(args) -> int:
-    paths = default_artifacts(args.root)
+    paths = default_artifacts(args.root, args.results_dir)
     text = format_manifest(build_manifest(args.root, paths))
     if args.output:
         write_text(args.output, text)
@@ -51,7 +52,7 @@ def _report(problems, n_checked: int) -> int:
 
 def cmd_verify(args) -> int:
     manifest = parse_manifest(Path(args.manifest).read_text(encoding="utf-8"))
-    present = default_artifacts(args.root) if args.strict else None
+    present = default_artifacts(args.root, args.results_dir) if args.strict else None
     return _report(verify_manifest(args.root, manifest, present), len(manifest))
 
 
@@ -74,10 +75,12 @@ def main(argv=None) -> int:
     w = sub.add_parser("write", help="write the manifest of a tree")
     w.add_argument("root", nargs="?", default=".")
     w.add_argument("-o", "--output")
+    w.add_argument("--results-dir", default="results")
     v = sub.add_parser("verify", help="verify a tree against a manifest")
     v.add_argument("manifest")
     v.add_argument("root", nargs="?", default=".")
     v.add_argument("--strict", action="store_true", help="files not in the manifest fail too")
+    v.add_argument("--results-dir", default="results")
     c = sub.add_parser("check", help="verify results folders against their provenance.json")
     c.add_argument("root", nargs="?", default=".")
     c.add_argument("--results-dir", default="results")

@@ -9,10 +9,13 @@ def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("--engine", default="pdflatex")
     ap.add_argument("--tex", required=True)
+    ap.add_argument(
+        "--generated", required=True, help="folder the manuscript's generated/ inputs lie in"
+    )
     ap.add_argument("--pdf", required=True)
     args = ap.parse_args()
     log = setup_logging("paper_pdf")
-    build_pdf(args.tex, args.pdf, engine=args.engine)
+    build_pdf(args.tex, args.pdf, args.generated, engine=args.engine)
     log.info("wrote %s", args.pdf)
 
 

@@ -19,10 +19,11 @@ def main() -> None:
     ap.add_argument("--domain", required=True)
     ap.add_argument("--csv", required=True)
     ap.add_argument("--json", required=True)
+    ap.add_argument("--users", required=True, help="per-user outcomes (CSV)")
     args = ap.parse_args()
     log = setup_logging("errors_sampling_eval")
     products = pq.read_table(args.products).to_pandas() if args.products else None
-    table, info = run_sampling_eval(
+    table, users, info = run_sampling_eval(
         pq.read_table(args.edits).to_pandas(),
         pq.read_table(args.words).to_pandas(),
         pq.read_table(args.corrections).to_pandas(),
@@ -32,6 +33,8 @@ def main() -> None:
         domain=args.domain,
     )
     write_text(args.csv, table.to_csv(index=False, lineterminator="\n", float_format="%.6f"))
+    # Full precision: the tables resample these and must reproduce the per-sampler means.
+    write_text(args.users, users.to_csv(index=False, lineterminator="\n"))
     write_json(args.json, info)
     log.info("\n%s", table.to_string(index=False))
 

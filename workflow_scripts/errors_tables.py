@@ -3,9 +3,10 @@
 import pandas as pd
 
 import _bootstrap  # noqa: F401
-from personalir.common.cli import parser, setup_logging
+from personalir.common.cli import json_arg, parser, setup_logging
 from personalir.common.io import read_json, write_text
 from personalir.errors.profiles import ProfileSet
+from personalir.errors.sampling import user_intervals
 from personalir.errors.tables import (
     mechanisms_latex,
     sampling_frame,
@@ -20,6 +21,11 @@ def main() -> None:
     ap.add_argument("--domains", nargs="+", required=True)
     ap.add_argument("--sampling-csv", nargs="+", required=True)
     ap.add_argument("--sampling-json", nargs="+", required=True)
+    ap.add_argument("--sampling-users", nargs="+", required=True, help="per-user outcomes")
+    ap.add_argument(
+        "--bootstrap", type=json_arg, required=True, help="errors.sampling_eval.bootstrap"
+    )
+    ap.add_argument("--seed", type=int, required=True, help="used when bootstrap.seed is null")
     ap.add_argument("--edit-reports", nargs="+", required=True)
     ap.add_argument("--profiles", nargs="+", required=True)
     ap.add_argument("--backends", nargs="+", required=True)
@@ -31,9 +37,19 @@ def main() -> None:
     ap.add_argument("--mechanisms-tex", required=True)
     args = ap.parse_args()
     log = setup_logging("errors_tables")
-    frame = sampling_frame([pd.read_csv(p) for p in args.sampling_csv])
+    boot = args.bootstrap
+    seed = args.seed if boot["seed"] is None else boot["seed"]
+    intervals = user_intervals(
+        pd.concat([pd.read_csv(p) for p in args.sampling_users], ignore_index=True),
+        args.domains,
+        samples=boot["samples"],
+        confidence=boot["confidence"],
+        seed=seed,
+    )
+    frame = sampling_frame([pd.read_csv(p) for p in args.sampling_csv], intervals)
     info = read_json(args.sampling_json[0])
     info["attribution"] = info["config"]["attribution"]
+    info["bootstrap"] = {**boot, "seed": seed}
     write_text(
         args.sampling_out_csv, frame.to_csv(index=False, lineterminator="\n", float_format="%.6f")
     )

@@ -6,19 +6,36 @@ import json
 from collections.abc import Mapping, Sequence
 
 
-def params_json(config: Mapping, *path: str, keys: Sequence[str] | None = None) -> str:
+def params_json(
+    config: Mapping, *path: str, keys: Sequence[str] | None = None, omit: Sequence[str] = ()
+) -> str:
     """The config values a rule reads, as compact JSON for its script (and a rerun trigger).
 
     The one idiom of every rule's ``params``: ``path`` walks into the config (``"errors",
     "gec"``); ``keys`` keeps only those keys of that section, so a rule lists exactly what it
-    reads and re-runs only when one of them changes.
+    reads and re-runs only when one of them changes; ``omit`` drops nested keys it does not
+    read, dotted below that section (``"sampling_eval.bootstrap"``).
     """
     node = config
     for key in path:
         node = node[key]
     if keys is not None:
         node = {k: node[k] for k in keys}
+    for dotted in omit:
+        node = _without(node, dotted.split("."))
     return compact_json(node)
+
+
+def _without(node: Mapping, parts: list[str]) -> dict:
+    head, rest = parts[0], parts[1:]
+    if head not in node:
+        raise KeyError(f"params_json: no key {head!r} to omit (have: {', '.join(node)})")
+    out = dict(node)
+    if rest:
+        out[head] = _without(node[head], rest)
+    else:
+        del out[head]
+    return out
 
 
 def compact_json(value) -> str:

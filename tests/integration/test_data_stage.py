@@ -48,7 +48,7 @@ def test_outputs_for_every_domain(sample_run):
         )
     stats = (work / "results/report/dataset_statistics.csv").read_text().splitlines()
     assert stats[0].startswith("Domain,Products,") and len(stats) == 1 + len(DOMAINS) + 1
-    tex = (work / "paper/generated/dataset_statistics.tex").read_text()
+    tex = (work / "results/paper/generated/dataset_statistics.tex").read_text()
     assert r"\begin{tabular}" in tex and "Musical Instruments" in tex
 
 

@@ -32,7 +32,7 @@ def stage(small_world, tmp_path_factory):
     corr = corrections.to_pandas()
     edits, words, edit_report = run_edits(corr, errors["edits"])
     profiles = run_profiles(edits.to_pandas(), words.to_pandas(), corr, errors["profiles"])
-    table, info = run_sampling_eval(
+    table, _, info = run_sampling_eval(
         edits.to_pandas(),
         words.to_pandas(),
         corr,
@@ -124,7 +124,7 @@ def test_rules_wire_up(tmp_path):
     proc = snakemake(
         work,
         "results/errors/sampling_eval.csv",
-        "paper/generated/errors_mechanism_profiles.pdf",
+        "results/paper/generated/errors_mechanism_profiles.pdf",
         "-n",
         "--quiet",
         "rules",

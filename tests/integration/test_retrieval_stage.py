@@ -30,10 +30,10 @@ TARGETS = [
     "results/retrieval/table_degradation.csv",
     "results/retrieval/table_effectiveness.csv",
     "results/retrieval/significance.csv",
-    "paper/generated/retrieval_flip_rrstd.tex",
-    "paper/generated/retrieval_degradation.tex",
-    "paper/generated/retrieval_flip_by_depth.pdf",
-    "paper/generated/retrieval_deg_ci.pdf",
+    "results/paper/generated/retrieval_flip_rrstd.tex",
+    "results/paper/generated/retrieval_degradation.tex",
+    "results/paper/generated/retrieval_flip_by_depth.pdf",
+    "results/paper/generated/retrieval_deg_ci.pdf",
 ]
 
 
@@ -90,10 +90,10 @@ def test_tables_figures_and_metrics(stage_run):
     assert (table["pairs"] > 0).all()
     deg = pd.read_csv(work / "results/retrieval/table_degradation.csv")
     assert {"Deg@1", "Deg@20", "MRRdeg@200", "MRRdeg@200 ci_low"} <= set(deg.columns)
-    tex = (work / "paper/generated/retrieval_flip_rrstd.tex").read_text()
+    tex = (work / "results/paper/generated/retrieval_flip_rrstd.tex").read_text()
     assert "My run" in tex and r"\textbf{" in tex
     for name in ("retrieval_flip_by_depth.pdf", "retrieval_deg_ci.pdf"):
-        assert (work / "paper/generated" / name).read_bytes()[:5] == b"%PDF-"
+        assert (work / "results/paper/generated" / name).read_bytes()[:5] == b"%PDF-"
     for d in DOMAINS:
         for name in NAMES:
             frame = pd.read_parquet(work / f"results/retrieval/{d}/{name}.metrics.parquet")
@@ -116,5 +116,5 @@ def test_bad_run_file_stops_the_workflow_naming_the_line(stage_run):
     path.write_text("\n".join(lines) + "\n")
     proc = snakemake(work, *TARGETS, *stage_run["args"], check=False)
     assert proc.returncode != 0
-    log = (work / "logs/retrieval/import_mine.log").read_text()
+    log = (work / "results/logs/retrieval/import_mine.log").read_text()
     assert "user_runs/Video_Games.run:3: duplicate rank 2" in log

@@ -22,6 +22,7 @@ from .workflow import copy_workflow
 pytestmark = [pytest.mark.integration, pytest.mark.tiny_run]
 
 TINY_CONFIG = ["--configfile", "config/config.yaml", "config/tiny.yaml"]
+TINY_RESULTS = "results-tiny"  # results_dir of config/tiny.yaml
 EXPECTED = REPO_ROOT / "tests" / "fingerprints"
 
 
@@ -36,13 +37,13 @@ def tiny_run(tmp_path_factory):
 
 def test_all_finished_and_paper_built(tiny_run):
     assert "(Rule: all)" in tiny_run["log"] and "(100%) done" in tiny_run["log"]
-    pdf = tiny_run["work"] / "paper" / "main.pdf"
+    pdf = tiny_run["work"] / TINY_RESULTS / "paper" / "main.pdf"
     assert pdf.read_bytes()[:5] == b"%PDF-"
 
 
 @pytest.mark.parametrize("stage", sorted(STAGE_PATTERNS))
 def test_fingerprints_match_checked_in(tiny_run, stage):
-    results = tiny_run["work"] / "results"
+    results = tiny_run["work"] / TINY_RESULTS
     expected = json.loads((EXPECTED / f"tiny_{stage}.json").read_text(encoding="utf-8"))
     actual = fingerprint_tree(results, STAGE_PATTERNS[stage])
     problems = diff_fingerprints(expected, actual)

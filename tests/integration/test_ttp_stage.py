@@ -38,8 +38,8 @@ ttp:
 """
 TARGETS = [
     "results/ttp/table4.csv",
-    "paper/generated/ttp_table4.tex",
-    "paper/generated/ttp_sft_loss.pdf",
+    "results/paper/generated/ttp_table4.tex",
+    "results/paper/generated/ttp_sft_loss.pdf",
     "results/ttp/acceptance.txt",
 ]
 
@@ -84,9 +84,9 @@ def test_stage_outputs(ttp_run):
         assert {line.split()[0] for line in lines} == {e["example_id"] for e in test}
     table = pd.read_csv(res / "ttp/table4.csv")
     assert list(table["Method"])[-1] == "TTP (SFT)" and "Broad nDCG@20" in table.columns
-    tex = (work / "paper/generated/ttp_table4.tex").read_text()
+    tex = (work / "results/paper/generated/ttp_table4.tex").read_text()
     assert r"\begin{tabular}" in tex and "History-Aware" in tex
-    assert (work / "paper/generated/ttp_sft_loss.pdf").read_bytes()[:5] == b"%PDF-"
+    assert (work / "results/paper/generated/ttp_sft_loss.pdf").read_bytes()[:5] == b"%PDF-"
     text = (res / "ttp/acceptance.txt").read_text()
     assert "TTP (SFT) beats query-only dense on Broad" in text
 

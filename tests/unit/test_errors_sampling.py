@@ -19,6 +19,7 @@ from personalir.errors.sampling import (
     edit_log_likelihoods,
     evaluate_sampling,
     sampler_order,
+    user_intervals,
 )
 from personalir.errors.tables import sampling_frame, sampling_latex
 from tests.fixtures.edit_tables import edit_columns, word_columns
@@ -93,7 +94,7 @@ def test_likelihood_prefers_the_generating_profile():
 
 def test_personalised_beats_baselines_on_distinct_habits():
     ps = _world()
-    table, info = evaluate_sampling(
+    table, _, info = evaluate_sampling(
         ps,
         ps,
         TEXTS,
@@ -110,7 +111,7 @@ def test_personalised_beats_baselines_on_distinct_habits():
     for base in ("global", "uniform", "character_random", "wrong_user"):
         assert t.loc["personalised", "mrr"] > t.loc[base, "mrr"]
     assert info["candidates_per_user"] == len(HABITS)
-    again, _ = evaluate_sampling(
+    again, _, _ = evaluate_sampling(
         ps,
         ps,
         TEXTS,
@@ -159,7 +160,7 @@ def test_habit_recovery_and_check():
 
 def test_tables_and_figure(tmp_path):
     ps = _world()
-    table, info = evaluate_sampling(
+    table, users, info = evaluate_sampling(
         ps,
         ps,
         TEXTS,
@@ -179,7 +180,121 @@ def test_tables_and_figure(tmp_path):
     )
     tex = sampling_latex(frame, label="unit", info={**info, "attribution": "same"})
     assert r"\textbf{" in tex and "A B" in tex and "9.35" in tex
+    # The per-user outcomes reproduce every row, so the tables can resample them.
+    both = pd.concat([users, users.assign(domain="C")], ignore_index=True)
+    ci = user_intervals(both, ["A_B", "C"], samples=200, confidence=0.9, seed=3)
+    framed = sampling_frame([table, table.assign(domain="C")], ci)
+    assert framed[["top1", "mrr", "single_query_top1"]].equals(
+        frame[["top1", "mrr", "single_query_top1"]]
+    )
+    assert (framed["top1_ci_low"] <= framed["top1"] + 1e-12).all()
+    assert (framed["top1"] <= framed["top1_ci_high"] + 1e-12).all()
     out = tmp_path / "fig.pdf"
     data = mechanism_figure({"A_B": ps}, 2, out, label="unit")
     assert out.read_bytes()[:5] == b"%PDF-"
     assert set(data["series"]) >= {"domain (global)"} and len(data) == 3 * 7
+
+
+def _outcomes(domain, top1, single=None, texts=None, sampler="personalised"):
+    n = len(top1)
+    return pd.DataFrame(
+        {
+            "domain": domain,
+            "sampler": sampler,
+            "user_id": [f"u{i}" for i in range(n)],
+            "top1": top1,
+            "rr": top1,
+            "single_query_top1_sum": single if single is not None else top1,
+            "texts_scored": texts if texts is not None else [1] * n,
+        }
+    )
+
+
+def test_user_intervals_on_a_hand_built_case():
+    boot = {"samples": 1000, "confidence": 0.95, "seed": 7}
+    outcomes = pd.concat(
+        [
+            # A: every user's true profile ranked first -> 1 and a degenerate interval [1, 1].
+            _outcomes("A", [1.0, 1.0, 1.0]),
+            # B: two users, 0 and 1. A resample is both-0 (1/4), mixed (1/2) or both-1 (1/4),
+            # so the 2.5% and 97.5% quantiles of 1000 draws are 0 and 1. Single-query Top-1
+            # weighs texts: (0 + 3) / (1 + 3) = 0.75, not the mean of user shares 0.5.
+            _outcomes("B", [0.0, 1.0], single=[0.0, 3.0], texts=[1, 3]),
+        ],
+        ignore_index=True,
+    )
+    ci = user_intervals(outcomes, ["A", "B"], **boot).set_index("domain")
+    assert list(ci.index) == ["A", "B", "Average"]
+    assert (ci.loc["A", "top1"], ci.loc["A", "top1_ci_low"], ci.loc["A", "top1_ci_high"]) == (
+        1.0,
+        1.0,
+        1.0,
+    )
+    assert (ci.loc["B", "top1"], ci.loc["B", "top1_ci_low"], ci.loc["B", "top1_ci_high"]) == (
+        0.5,
+        0.0,
+        1.0,
+    )
+    assert ci.loc["B", "single_query_top1"] == pytest.approx(0.75)
+    # The average is the mean of the domains (0.75); its replicates are the means of the
+    # domains' replicates: (1 + {0, 0.5, 1}) / 2, so the interval is [0.5, 1].
+    avg = ci.loc["Average"]
+    assert (avg["top1"], avg["top1_ci_low"], avg["top1_ci_high"]) == (0.75, 0.5, 1.0)
+    assert avg["users"] == 5
+    # Seeded: the same call gives the same intervals; one domain is its own average.
+    pd.testing.assert_frame_equal(
+        user_intervals(outcomes, ["A", "B"], **boot).set_index("domain"), ci
+    )
+    one = user_intervals(outcomes, ["B"], **boot).set_index("domain")
+    assert one.loc["Average"].equals(one.loc["B"].rename("Average"))
+
+
+def test_sampling_table_with_intervals_csv_and_latex():
+    table = pd.DataFrame(
+        [
+            {
+                "domain": "B",
+                "sampler": "personalised",
+                "top1": 0.5,
+                "mrr": 0.5,
+                "single_query_top1": 0.75,
+                "users": 2,
+                "texts_scored": 4,
+                "texts_without_edit": 0,
+                "edits": 4,
+            }
+        ]
+    )
+    outcomes = _outcomes("B", [0.0, 1.0], single=[0.0, 3.0], texts=[1, 3])
+    ci = user_intervals(outcomes, ["B"], samples=1000, confidence=0.95, seed=7)
+    frame = sampling_frame([table], ci)
+    assert list(frame.columns[:11]) == [
+        "domain",
+        "sampler",
+        "top1",
+        "top1_ci_low",
+        "top1_ci_high",
+        "mrr",
+        "mrr_ci_low",
+        "mrr_ci_high",
+        "single_query_top1",
+        "single_query_top1_ci_low",
+        "single_query_top1_ci_high",
+    ]
+    info = {
+        "texts_per_user": 2,
+        "n_edits": 1,
+        "candidates_per_user": 2,
+        "attribution": "held_out",
+        "chance_top1": 0.5,
+        "chance_mrr": 0.75,
+        "bootstrap": {"samples": 1000, "confidence": 0.95, "seed": 7},
+    }
+    tex = sampling_latex(frame, label="unit", info=info)
+    assert "50.00 [0.00, 100.00]" in tex and "0.5000 [0.0000, 1.0000]" in tex
+    assert "95\\% percentile-bootstrap intervals over users (1000 resamples)" in tex
+    # Outcomes of another run do not reproduce the table: refused, naming the cell.
+    with pytest.raises(ValueError, match="top1 = 1.000000 for B/personalised"):
+        sampling_frame(
+            [table], user_intervals(_outcomes("B", [1.0, 1.0]), ["B"], **info["bootstrap"])
+        )

@@ -311,7 +311,7 @@ def test_worked_example_error_sampler(tmp_path):
         assert samplers[-1] == "personalised_words"
         assert sampler_order()[-2:] == ["personalised_words", "personalised"]
         ps = _world()
-        table, info = evaluate_sampling(
+        table, _, info = evaluate_sampling(
             ps,
             ps,
             TEXTS,

@@ -99,11 +99,13 @@ def test_artifacts_grouped_by_results_folder():
         "results/data/X/a.parquet": "ingest",
         "results/data/X/b.json": "ingest",
         "results/report/t.csv": "stats",
-        "paper/generated/t.tex": "stats",  # outside results: no provenance folder
+        "results/paper/generated/t.tex": "stats",
+        "results-tiny/report/t.csv": "stats",  # another results root: no provenance folder
     }
     assert artifacts_by_folder(produced, "results") == {
         "data/X": {"a.parquet": "ingest", "b.json": "ingest"},
         "report": {"t.csv": "stats"},
+        "paper/generated": {"t.tex": "stats"},
     }
 
 

@@ -65,31 +65,44 @@ def test_manuscript_inputs_are_generated_files(tmp_path):
         "\\input{generated/a}\n% \\input{generated/commented}\n"
         "\\includegraphics[width=3cm]{generated/fig.pdf}\n\\input{preamble}\n"
     )
-    assert paper_inputs(tex) == [
-        str(tmp_path / "generated/a.tex"),
-        str(tmp_path / "generated/fig.pdf"),
+    # The inputs lie in the configuration's folder, not beside the manuscript.
+    assert paper_inputs(tex, "out/paper/generated") == [
+        "out/paper/generated/a.tex",
+        "out/paper/generated/fig.pdf",
     ]
 
 
 def test_repository_manuscript_inputs_dataset_statistics():
-    inputs = paper_inputs(REPO_ROOT / "paper" / "main.tex")
-    assert str(REPO_ROOT / "paper/generated/dataset_statistics.tex") in inputs
+    inputs = paper_inputs(REPO_ROOT / "paper" / "main.tex", "results/paper/generated")
+    assert "results/paper/generated/dataset_statistics.tex" in inputs
 
 
 def test_build_refuses_missing_inputs(tmp_path):
     tex = tmp_path / "main.tex"
     tex.write_text("\\documentclass{article}\\begin{document}\\input{generated/x}\\end{document}")
     with pytest.raises(PaperBuildError, match="do not exist"):
-        build_pdf(tex, tmp_path / "main.pdf")
+        build_pdf(tex, tmp_path / "main.pdf", tmp_path / "generated")
+
+
+def test_build_refuses_a_folder_not_named_generated(tmp_path):
+    tex = tmp_path / "main.tex"
+    tex.write_text("\\documentclass{article}\\begin{document}\\end{document}")
+    with pytest.raises(PaperBuildError, match="must be named generated"):
+        build_pdf(tex, tmp_path / "main.pdf", tmp_path / "tables")
 
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed")
 def test_build_pdf_is_reproducible(tmp_path):
-    tex = tmp_path / "main.tex"
-    (tmp_path / "generated").mkdir()
-    (tmp_path / "generated" / "t.tex").write_text("Hello table.")
+    # The manuscript in one folder, its generated input under a results root elsewhere; a
+    # stale generated/ beside the manuscript must not be the one read.
+    tex = tmp_path / "paper" / "main.tex"
+    generated = tmp_path / "results-x" / "paper" / "generated"
+    generated.mkdir(parents=True)
+    (generated / "t.tex").write_text("Hello table.")
+    (tmp_path / "paper" / "generated").mkdir(parents=True)
+    (tmp_path / "paper" / "generated" / "t.tex").write_text("\\undefinedmacro")
     tex.write_text("\\documentclass{article}\\begin{document}\\input{generated/t}\\end{document}\n")
-    build_pdf(tex, tmp_path / "a.pdf")
-    build_pdf(tex, tmp_path / "b.pdf")
+    build_pdf(tex, tmp_path / "a.pdf", generated)
+    build_pdf(tex, tmp_path / "b.pdf", generated)
     assert (tmp_path / "a.pdf").read_bytes()[:5] == b"%PDF-"
     assert (tmp_path / "a.pdf").read_bytes() == (tmp_path / "b.pdf").read_bytes()

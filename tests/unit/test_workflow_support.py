@@ -71,3 +71,12 @@ def test_params_json_is_the_one_rule_parameter_format():
     assert ws.compact_json({"b": 1, "a": "x"}) == '{"a":"x","b":1}'
     with pytest.raises(KeyError):
         ws.params_json(cfg, "q", keys=("missing",))
+
+
+def test_params_json_omits_nested_keys_without_touching_the_config():
+    cfg = {"errors": {"a": 1, "eval": {"n": 2, "bootstrap": {"samples": 9}}, "other": 3}}
+    got = ws.params_json(cfg, "errors", keys=("a", "eval"), omit=("eval.bootstrap",))
+    assert got == '{"a":1,"eval":{"n":2}}'
+    assert cfg["errors"]["eval"]["bootstrap"] == {"samples": 9}
+    with pytest.raises(KeyError, match="no key 'gone'"):
+        ws.params_json(cfg, "errors", omit=("eval.gone",))

@@ -53,6 +53,7 @@ STAGE_PATTERNS = {
         "errors/*/edits.parquet",
         "errors/*/profiles.csv",
         "errors/*/sampling_eval.csv",
+        "errors/*/sampling_users.csv",
         "errors/sampling_eval.csv",
         "errors/error_statistics.csv",
     ],

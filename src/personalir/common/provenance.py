@@ -240,21 +240,22 @@ def provenance_folders(root: str | os.PathLike) -> list[Path]:
 
 # --------------------------------------------------------------------------- manifests
 def default_artifacts(root: str | os.PathLike, results_dir: str = "results") -> list[str]:
-    """Every artifact of a workflow tree: results/**, paper/generated/**, paper/main.pdf.
+    """Every artifact of a workflow tree: the files under its results root (the paper's
+    generated tables and figures and the PDF included), paths relative to ``root``.
 
-    Hidden files (a writer's temporary files are hidden) and README files are not artifacts.
+    Logs (``<results_dir>/logs/``), hidden files (a writer's temporary files are hidden) and
+    README files are not artifacts.
     """
     root = Path(root)
+    base = root / results_dir
+    logs = base / "logs"
     found = []
-    for base in (root / results_dir, root / "paper" / "generated"):
-        if base.is_dir():
-            for p in base.rglob("*"):
-                rel = p.relative_to(root)
-                hidden = any(part.startswith(".") for part in rel.parts)
-                if p.is_file() and not hidden and p.name != "README.md":
-                    found.append(rel.as_posix())
-    if (root / "paper" / "main.pdf").is_file():
-        found.append("paper/main.pdf")
+    if base.is_dir():
+        for p in base.rglob("*"):
+            rel = p.relative_to(root)
+            hidden = any(part.startswith(".") for part in rel.parts)
+            if p.is_file() and not hidden and p.name != "README.md" and logs not in p.parents:
+                found.append(rel.as_posix())
     return sorted(found)
 
 

@@ -26,6 +26,8 @@ Protocol (docs/errors.md has the full version)
    uniformly at random in expectation: with ``g`` candidates scoring higher and ``e`` others
    scoring equal, Top-1 = 1/(e+1) if g = 0, and RR = mean over k = 0..e of 1/(g+1+k).
    Texts on which no edit could be made are counted (``texts_without_edit``) and left out.
+   Each user's own outcomes are returned as well (``user_outcomes``), so the tables can
+   resample users for confidence intervals.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from personalir.common.bootstrap import bootstrap_summary
 from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed, rng
 from personalir.errors.inject import (
@@ -118,6 +121,82 @@ class PersonalisedSampler(Sampler):
 
     def policy(self, user_id, ctx):
         return ProfilePolicy(ctx.profiles[user_id], "personalised")
+
+
+#: Per user and sampler (users with at least one scored text): Top-1 and reciprocal rank of
+#: the true user on all their texts' evidence, and the sum of the single-query Top-1 over
+#: their scored texts. Averaged over users (Top-1, MRR) or summed over texts and divided by
+#: the texts scored (single-query Top-1) they give the sampler's row of the table.
+USER_OUTCOME_COLUMNS = [
+    "domain",
+    "sampler",
+    "user_id",
+    "top1",
+    "rr",
+    "single_query_top1_sum",
+    "texts_scored",
+]
+
+
+#: Table metric -> (numerator, denominator) columns of the user outcomes; no denominator: a
+#: mean over users.
+USER_METRICS = {
+    "top1": ("top1", None),
+    "mrr": ("rr", None),
+    "single_query_top1": ("single_query_top1_sum", "texts_scored"),
+}
+
+
+def user_intervals(
+    outcomes: pd.DataFrame,
+    domains: Sequence[str],
+    *,
+    samples: int,
+    confidence: float,
+    seed: int,
+    average_label: str = "Average",
+) -> pd.DataFrame:
+    """Percentile-bootstrap intervals of each metric over the users of each domain.
+
+    A user's texts share the profile that generated (and attributes) them, so users, not
+    texts, are the resampling unit (``personalir.common.bootstrap``); the average over domains
+    is the mean of per-domain replicates (with one domain, that domain's). One row per
+    (domain or ``average_label``, sampler): ``<metric>``, ``<metric>_ci_low``,
+    ``<metric>_ci_high`` and ``users`` for each metric of :data:`USER_METRICS`.
+    """
+    rows: dict[tuple[str, str], dict] = {}
+    for sampler in dict.fromkeys(outcomes["sampler"]):
+        of = outcomes[outcomes["sampler"] == sampler]
+        for metric, (num, den) in USER_METRICS.items():
+            units = {}
+            for d in domains:
+                u = of[of["domain"] == d]
+                units[d] = pd.DataFrame(
+                    {
+                        "num": u[num].to_numpy(dtype=float),
+                        "den": u[den].to_numpy(dtype=float) if den else np.ones(len(u)),
+                    }
+                )
+            found = bootstrap_summary(
+                units,
+                samples=samples,
+                confidence=confidence,
+                seed=seed,
+                names=(sampler, metric),
+                average_label=average_label,
+                unit="users",
+            )
+            if len(domains) == 1:
+                found.append({**found[0], "domain": average_label})
+            for r in found:
+                row = rows.setdefault(
+                    (r["domain"], sampler),
+                    {"domain": r["domain"], "sampler": sampler, "users": r["users"]},
+                )
+                row[metric] = r["value"]
+                row[f"{metric}_ci_low"] = r["ci_low"]
+                row[f"{metric}_ci_high"] = r["ci_high"]
+    return pd.DataFrame(list(rows.values()))
 
 
 def sampler_order() -> list[str]:
@@ -275,7 +354,8 @@ def evaluate_sampling(
     n_candidates: int | None,
     seed: int,
     domain: str,
-) -> tuple[pd.DataFrame, dict]:
+) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """(one row per sampler, :func:`user_outcomes` of every sampler, run facts)."""
     users = sorted(generation.users)
     if len(users) < 2:
         raise ValueError("the sampling evaluation needs at least two users")
@@ -301,7 +381,7 @@ def evaluate_sampling(
             others = [others[i] for i in sorted(pick)]
         cands[u] = [u, *others]
     att_policy = {u: ProfilePolicy(attribution[u], "attribution") for u in users}
-    rows, detail = [], {}
+    rows, detail, outcomes = [], {}, []
     for name in samplers:
         sampler = SAMPLERS.get(name)()
         top1s, rrs, single, n_without, n_edits_made = [], [], [], 0, 0
@@ -309,7 +389,7 @@ def evaluate_sampling(
         for u in users:
             policy = sampler.policy(u, ctx)
             evidence = np.zeros(len(cands[u]))
-            used = 0
+            used, single_sum = 0, 0.0
             for k, (text, core) in enumerate(user_texts[u]):
                 result = injector.inject(
                     text, core, policy, n_edits=n_edits, seed=derive_seed(seed, domain, name, u, k)
@@ -326,10 +406,22 @@ def evaluate_sampling(
                 )
                 evidence += scores
                 single.append(_expected_rank_metrics(scores, 0)[0])
+                single_sum += single[-1]
             if used:
                 t1, rr = _expected_rank_metrics(evidence, 0)
                 top1s.append(t1)
                 rrs.append(rr)
+                outcomes.append(
+                    {
+                        "domain": domain,
+                        "sampler": name,
+                        "user_id": u,
+                        "top1": t1,
+                        "rr": rr,
+                        "single_query_top1_sum": single_sum,
+                        "texts_scored": used,
+                    }
+                )
         rows.append(
             {
                 "domain": domain,
@@ -359,4 +451,4 @@ def evaluate_sampling(
         "attribution_users_fallback": attribution.summary()["users_fallback_global"],
         "samplers": detail,
     }
-    return table, info
+    return table, pd.DataFrame(outcomes, columns=USER_OUTCOME_COLUMNS), info

@@ -142,7 +142,7 @@ def run_sampling_eval(
     *,
     seed: int,
     domain: str,
-) -> tuple[pd.DataFrame, dict]:
+) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     cfg = errors["sampling_eval"]
     params = ProfileParams.from_config(errors["profiles"])
     gen, att = split_profiles(
@@ -150,7 +150,7 @@ def run_sampling_eval(
     )
     texts = clean_texts(cfg["text_source"], products=products, sentences=corrections)
     t0, c0 = time.perf_counter(), time.process_time()
-    table, info = evaluate_sampling(
+    table, users, info = evaluate_sampling(
         gen,
         att,
         texts,
@@ -165,4 +165,4 @@ def run_sampling_eval(
     info["seconds"] = round(time.perf_counter() - t0, 3)
     info["cpu_seconds"] = round(time.process_time() - c0, 3)
     info["config"] = cfg
-    return table, info
+    return table, users, info

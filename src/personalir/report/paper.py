@@ -2,6 +2,10 @@
 
 ``paper_inputs`` lists the generated files that ``main.tex`` inputs, so the workflow makes the
 PDF depend on exactly what it prints (the showyourwork habit).
+
+The manuscript names them ``generated/<file>``; each configuration writes them into its own
+``<results_dir>/paper/generated/``, and the build puts the parent of that folder first on
+TeX's search path, so one manuscript serves every configuration and none reads another's.
 """
 
 from __future__ import annotations
@@ -20,15 +24,15 @@ _INPUT = re.compile(
 )
 
 
-def paper_inputs(main_tex: str | Path) -> list[str]:
-    """Generated files (relative to the repository root) that the manuscript inputs."""
+def paper_inputs(main_tex: str | Path, generated: str | Path) -> list[str]:
+    """Files of the folder ``generated`` that the manuscript inputs as ``generated/<file>``."""
     main_tex = Path(main_tex)
     found = []
     for rel in _INPUT.findall(main_tex.read_text(encoding="utf-8")):
-        path = main_tex.parent / rel
+        path = Path(generated) / Path(rel).relative_to("generated")
         if path.suffix == "":
             path = path.with_suffix(".tex")
-        found.append(str(path))
+        found.append(path.as_posix())
     return list(dict.fromkeys(found))
 
 
@@ -36,10 +40,20 @@ class PaperBuildError(RuntimeError):
     pass
 
 
-def build_pdf(main_tex: str | Path, pdf: str | Path, engine: str = "pdflatex") -> None:
-    """Run the engine twice (references) in a scratch folder; move the PDF into place."""
+def build_pdf(
+    main_tex: str | Path, pdf: str | Path, generated: str | Path, engine: str = "pdflatex"
+) -> None:
+    """Run the engine twice (references) in a scratch folder; move the PDF into place.
+
+    ``generated`` is the folder holding what the manuscript inputs as ``generated/<file>``."""
     main_tex = Path(main_tex).resolve()
-    missing = [p for p in paper_inputs(main_tex) if not Path(p).exists()]
+    generated = Path(generated).resolve()
+    if generated.name != "generated":
+        raise PaperBuildError(
+            f"{main_tex} inputs generated/<file>: the folder holding them must be named "
+            f"generated, got {generated}"
+        )
+    missing = [p for p in paper_inputs(main_tex, generated) if not Path(p).exists()]
     if missing:
         raise PaperBuildError(f"{main_tex} inputs files that do not exist: {missing}")
     if shutil.which(engine) is None:
@@ -51,7 +65,9 @@ def build_pdf(main_tex: str | Path, pdf: str | Path, engine: str = "pdflatex") -
         os.environ,
         SOURCE_DATE_EPOCH="0",
         FORCE_SOURCE_DATE="1",
-        TEXINPUTS=f"{main_tex.parent}{os.pathsep}",
+        # The results root's paper/ folder first, so `generated/...` resolves there; the
+        # trailing separator keeps TeX's default path (which includes ".").
+        TEXINPUTS=f"{generated.parent}{os.pathsep}{main_tex.parent}{os.pathsep}",
     )
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(2):

@@ -4,9 +4,10 @@ A metric is ``sum_p num_p / sum_p den_p`` over the products p of a domain (see
 :mod:`personalir.retrieval.metrics`). Products are the resampling unit because the queries
 and pairs of one product share a target document and are not independent.
 
-Confidence interval (percentile bootstrap): draw the products of each domain with replacement
-``samples`` times and recompute the ratio. The equal-weight average over domains is the mean
-of the domain values; its replicates are the means of independent per-domain replicates.
+Confidence interval (percentile bootstrap, :mod:`personalir.common.bootstrap`): draw the
+products of each domain with replacement ``samples`` times and recompute the ratio. The
+equal-weight average over domains is the mean of the domain values; its replicates are the
+means of independent per-domain replicates.
 
 Paired test (randomisation, two-sided): for two retrievers evaluated on the same queries, the
 per-product differences ``d_p = num_p(A) - num_p(B)`` (same den_p) are sign-flipped at random
@@ -23,75 +24,26 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from personalir.common import bootstrap as _bootstrap
+from personalir.common.bootstrap import bootstrap_replicates, percentile_interval, ratio
 from personalir.common.seeding import rng
 
-
-def ratio(units: pd.DataFrame) -> float:
-    den = float(units["den"].sum())
-    return float(units["num"].sum()) / den if den > 0 else float("nan")
-
-
-def bootstrap_replicates(units: pd.DataFrame, samples: int, seed: int, *names) -> np.ndarray:
-    """``samples`` bootstrap values of the ratio (products drawn with replacement)."""
-    n = len(units)
-    if n == 0:
-        return np.full(samples, np.nan)
-    num = units["num"].to_numpy(dtype=float)
-    den = units["den"].to_numpy(dtype=float)
-    idx = rng(seed, "bootstrap", *names).integers(0, n, size=(samples, n))
-    dens = den[idx].sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(dens > 0, num[idx].sum(axis=1) / dens, np.nan)
+__all__ = [
+    "bootstrap_replicates",
+    "bootstrap_summary",
+    "holm",
+    "paired_differences",
+    "paired_randomisation_test",
+    "percentile_interval",
+    "ratio",
+    "sign_matrix",
+    "two_sided_p",
+]
 
 
-def percentile_interval(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
-    values = replicates[~np.isnan(replicates)]
-    if values.size == 0:
-        return float("nan"), float("nan")
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(values, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
-
-
-def bootstrap_summary(
-    units_by_domain: Mapping[str, pd.DataFrame],
-    *,
-    samples: int,
-    confidence: float,
-    seed: int,
-    names: tuple = (),
-    average_label: str = "Average",
-) -> list[dict]:
-    """One row per domain and one for the equal-weight average: value, ci_low, ci_high and
-    the number of products."""
-    rows = []
-    reps = {}
-    for domain, units in units_by_domain.items():
-        reps[domain] = bootstrap_replicates(units, samples, seed, domain, *names)
-        lo, hi = percentile_interval(reps[domain], confidence)
-        rows.append(
-            {
-                "domain": domain,
-                "value": ratio(units),
-                "ci_low": lo,
-                "ci_high": hi,
-                "products": len(units),
-            }
-        )
-    if len(units_by_domain) > 1:
-        values = [r["value"] for r in rows]
-        avg_reps = np.mean(np.vstack(list(reps.values())), axis=0)
-        lo, hi = percentile_interval(avg_reps, confidence)
-        rows.append(
-            {
-                "domain": average_label,
-                "value": float(np.mean(values)) if not np.isnan(values).any() else float("nan"),
-                "ci_low": lo,
-                "ci_high": hi,
-                "products": sum(r["products"] for r in rows),
-            }
-        )
-    return rows
+def bootstrap_summary(units_by_domain: Mapping[str, pd.DataFrame], **kwargs) -> list[dict]:
+    """:func:`personalir.common.bootstrap.bootstrap_summary` with products as the units."""
+    return _bootstrap.bootstrap_summary(units_by_domain, unit="products", **kwargs)
 
 
 def paired_differences(units_a: pd.DataFrame, units_b: pd.DataFrame) -> pd.DataFrame:
