@@ -347,3 +347,39 @@ def test_lm_backend_constrained_candidates_pass_lexical_and_contradiction(tiny):
             settings, seed=1, domain="Baby_Products", model=model, tokenizer=tok,
             frequency=2, vocabulary=_vocab(),
         ).generate([info])  # fmt: skip
+
+
+def test_lm_backend_batches_products_without_changing_their_candidates(tiny):
+    """Three products decoded two per batch (left-padded prompts of different lengths, one
+    hook over the batch) get the candidates each gets decoded alone."""
+    import dataclasses
+
+    from personalir.queries.backends import LanguageModelBackend
+
+    model, tok, _ = tiny
+    base = _product()
+    infos = [
+        base,
+        dataclasses.replace(base, asin="B0SECOND", head="baby stroller"),
+        dataclasses.replace(base, asin="B0THIRD", head="jogging stroller for twins"),
+    ]
+    settings = {
+        "products": None, "candidates_per_round": 3, "max_rounds": 1, "min_valid": None,
+        "temperature": 0.8, "top_p": 0.95, "max_new_tokens": 20, "constrained": True,
+    }  # fmt: skip
+
+    def run(per_batch):
+        backend = LanguageModelBackend(
+            {**settings, "products_per_batch": per_batch}, seed=5, domain="Baby_Products",
+            model=model, tokenizer=tok, frequency=1, vocabulary=_vocab(), contradiction_keys=None,
+        )  # fmt: skip
+        return backend.generate(infos), backend.stats
+
+    alone, _ = run(1)
+    batched, stats = run(2)
+    assert [c["product"] for c in batched] == ["B0TEST"] * 3 + ["B0SECOND"] * 3 + ["B0THIRD"] * 3
+    assert batched == alone
+    assert stats["products_per_batch"] == 2
+    assert stats["constraint"]["rows_with_every_value"] == 9
+    for c in batched:
+        _assert_valid(c["text"])

@@ -31,13 +31,18 @@ def datasheet_frame(domains, benchmarks, syntax_profiles, syntax_embeddings) -> 
     error variants; total: their sum; user profiles: users with a syntactic profile; sentences:
     the review sentences those profiles were built from (the syntax stage's usable sentences).
     """
-    rows = []
+    rows, by_backend = [], []
     for d, bpath, ppath, epath in zip(
         domains, benchmarks, syntax_profiles, syntax_embeddings, strict=True
     ):
         recs = read_benchmark(bpath)
-        syn = {(r["product"], r["user_id"], r["text"]) for r in recs if r["kind"] == "syntactic"}
+        syn = {
+            (r["product"], r["user_id"], r["text"]): r["provenance"].get("backend", "unknown")
+            for r in recs
+            if r["kind"] == "syntactic"
+        }
         err = [r for r in recs if r["kind"] == "writing_error" and r["role"] == "error"]
+        by_backend.append(pd.Series(list(syn.values()), dtype=object).value_counts())
         rows.append(
             {
                 "Domain": display_label(d),
@@ -51,7 +56,14 @@ def datasheet_frame(domains, benchmarks, syntax_profiles, syntax_embeddings) -> 
         )
     df = pd.DataFrame(rows)
     total = {"Domain": "Total", **{c: int(df[c].sum()) for c in df.columns[1:]}}
-    return pd.concat([df, pd.DataFrame([total])], ignore_index=True)
+    df = pd.concat([df, pd.DataFrame([total])], ignore_index=True)
+    # Which backend wrote the syntactic queries: its share of them, per domain and in total.
+    counts = pd.DataFrame(by_backend).fillna(0).astype(int)
+    counts = pd.concat([counts, counts.sum().to_frame().T], ignore_index=True)
+    for backend in sorted(counts.columns):
+        share = counts[backend] / df["Syntactic"].where(df["Syntactic"] > 0)
+        df[f"Syntactic from {backend} (%)"] = (100 * share).round(1)
+    return df
 
 
 def filter_frame(domains, filter_reports) -> pd.DataFrame:
