@@ -123,10 +123,10 @@ rule errors_tables:
         profiles=expand(results("errors", "{domain}", "profiles.json"), domain=DOMAINS),
     output:
         sampling_csv=results("errors", "sampling_eval.csv"),
-        sampling_tex="paper/generated/errors_sampling.tex",
+        sampling_tex=f"{PAPER_GENERATED}/errors_sampling.tex",
         stats_csv=results("errors", "error_statistics.csv"),
-        stats_tex="paper/generated/errors_statistics.tex",
-        mechanisms_tex="paper/generated/errors_mechanism_mix.tex",
+        stats_tex=f"{PAPER_GENERATED}/errors_statistics.tex",
+        mechanisms_tex=f"{PAPER_GENERATED}/errors_mechanism_mix.tex",
     params:
         domains=" ".join(DOMAINS),
         backends=" ".join(ERRORS_GEC["backends"]),
@@ -153,7 +153,7 @@ rule errors_figure:
     input:
         profiles=expand(results("errors", "{domain}", "profiles.json"), domain=DOMAINS),
     output:
-        figure="paper/generated/errors_mechanism_profiles.pdf",
+        figure=f"{PAPER_GENERATED}/errors_mechanism_profiles.pdf",
         data=results("errors", "mechanisms_figure.csv"),
     params:
         domains=" ".join(DOMAINS),
@@ -176,10 +176,10 @@ ERRORS_OUTPUTS = [
     results("errors", "sampling_eval.csv"),
     results("errors", "error_statistics.csv"),
     results("errors", "mechanisms_figure.csv"),
-    "paper/generated/errors_sampling.tex",
-    "paper/generated/errors_statistics.tex",
-    "paper/generated/errors_mechanism_mix.tex",
-    "paper/generated/errors_mechanism_profiles.pdf",
+    f"{PAPER_GENERATED}/errors_sampling.tex",
+    f"{PAPER_GENERATED}/errors_statistics.tex",
+    f"{PAPER_GENERATED}/errors_mechanism_mix.tex",
+    f"{PAPER_GENERATED}/errors_mechanism_profiles.pdf",
 ]
 FINAL_TARGETS.extend(ERRORS_OUTPUTS)
 FINAL_TARGETS.extend(expand(results("errors", "{domain}", "profiles.csv"), domain=DOMAINS))

@@ -138,11 +138,11 @@ rule queries_tables:
         ),
     output:
         datasheet_csv=results("queries", "datasheet.csv"),
-        datasheet_tex="paper/generated/queries_datasheet.tex",
+        datasheet_tex=f"{PAPER_GENERATED}/queries_datasheet.tex",
         filters_csv=results("queries", "filter_report.csv"),
-        filters_tex="paper/generated/queries_filters.tex",
+        filters_tex=f"{PAPER_GENERATED}/queries_filters.tex",
         identifiability_csv=results("queries", "identifiability.csv"),
-        identifiability_tex="paper/generated/queries_identifiability.tex",
+        identifiability_tex=f"{PAPER_GENERATED}/queries_identifiability.tex",
     params:
         domains=" ".join(DOMAINS),
         queries=params_json("queries", keys=("pairs", "identifiability")),
@@ -166,10 +166,11 @@ rule queries_tables:
         " --identifiability-tex {output.identifiability_tex} > {log} 2>&1"
 
 
-FINAL_TARGETS.extend(
-    expand(
-        [rules.queries_select.output.benchmark, rules.queries_select.output.released],
-        domain=DOMAINS,
+if config["queries"]["enabled"]:
+    FINAL_TARGETS.extend(
+        expand(
+            [rules.queries_select.output.benchmark, rules.queries_select.output.released],
+            domain=DOMAINS,
+        )
     )
-)
-FINAL_TARGETS.extend(rules.queries_tables.output)
+    FINAL_TARGETS.extend(rules.queries_tables.output)

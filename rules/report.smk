@@ -17,7 +17,7 @@ rule dataset_statistics:
         meta_quality=expand(results("data", "{domain}", "meta.quality.json"), domain=DOMAINS),
     output:
         csv=results("report", "dataset_statistics.csv"),
-        tex="paper/generated/dataset_statistics.tex",
+        tex=f"{PAPER_GENERATED}/dataset_statistics.tex",
     params:
         domains=" ".join(DOMAINS),
         label=config["label"],
@@ -58,6 +58,7 @@ rule paper_pdf:
         " --pdf {output.pdf} > {log} 2>&1"
 
 
-FINAL_TARGETS.append(results("report", "dataset_statistics.csv"))
+if CATALOGUE_DOMAINS == DOMAINS:  # the statistics count products too
+    FINAL_TARGETS.append(results("report", "dataset_statistics.csv"))
 if config["paper"]["build_pdf"]:
     FINAL_TARGETS.append("paper/main.pdf")

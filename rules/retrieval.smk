@@ -196,9 +196,9 @@ rule retrieval_tables:
         flip_csv=results("retrieval", "table_flip_rrstd.csv"),
         deg_csv=results("retrieval", "table_degradation.csv"),
         eff_csv=results("retrieval", "table_effectiveness.csv"),
-        flip_tex="paper/generated/retrieval_flip_rrstd.tex",
-        deg_tex="paper/generated/retrieval_degradation.tex",
-        eff_tex="paper/generated/retrieval_effectiveness.tex",
+        flip_tex=f"{PAPER_GENERATED}/retrieval_flip_rrstd.tex",
+        deg_tex=f"{PAPER_GENERATED}/retrieval_degradation.tex",
+        eff_tex=f"{PAPER_GENERATED}/retrieval_effectiveness.tex",
     params:
         metrics=lambda w: params_json("retrieval", "metrics"),
         names=" ".join(RETRIEVAL_USE),
@@ -225,8 +225,8 @@ rule retrieval_figures:
     input:
         summary=results("retrieval", "summary.csv"),
     output:
-        flip=f"paper/generated/retrieval_flip_by_depth.{RETRIEVAL_FIG}",
-        deg=f"paper/generated/retrieval_deg_ci.{RETRIEVAL_FIG}",
+        flip=f"{PAPER_GENERATED}/retrieval_flip_by_depth.{RETRIEVAL_FIG}",
+        deg=f"{PAPER_GENERATED}/retrieval_deg_ci.{RETRIEVAL_FIG}",
     params:
         metrics=lambda w: params_json("retrieval", "metrics"),
         names=" ".join(RETRIEVAL_USE),
@@ -250,11 +250,11 @@ RETRIEVAL_TARGETS = [
     results("retrieval", "table_flip_rrstd.csv"),
     results("retrieval", "table_degradation.csv"),
     results("retrieval", "table_effectiveness.csv"),
-    "paper/generated/retrieval_flip_rrstd.tex",
-    "paper/generated/retrieval_degradation.tex",
-    "paper/generated/retrieval_effectiveness.tex",
-    f"paper/generated/retrieval_flip_by_depth.{RETRIEVAL_FIG}",
-    f"paper/generated/retrieval_deg_ci.{RETRIEVAL_FIG}",
+    f"{PAPER_GENERATED}/retrieval_flip_rrstd.tex",
+    f"{PAPER_GENERATED}/retrieval_degradation.tex",
+    f"{PAPER_GENERATED}/retrieval_effectiveness.tex",
+    f"{PAPER_GENERATED}/retrieval_flip_by_depth.{RETRIEVAL_FIG}",
+    f"{PAPER_GENERATED}/retrieval_deg_ci.{RETRIEVAL_FIG}",
 ]
 if RETRIEVAL["enabled"]:
     FINAL_TARGETS.extend(RETRIEVAL_TARGETS)

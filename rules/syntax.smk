@@ -3,7 +3,6 @@
 # sentences and `syntax.parse`, so a changed encoder, profile or evaluation key never re-parses.
 
 SYNTAX = config["syntax"]
-PAPER_GENERATED = "paper/generated"
 
 
 rule syntax_parse:

@@ -233,7 +233,7 @@ rule ttp_table:
         acceptance=results("ttp", "acceptance.json"),
     output:
         csv=results("ttp", "table4.csv"),
-        tex="paper/generated/ttp_table4.tex",
+        tex=f"{PAPER_GENERATED}/ttp_table4.tex",
     params:
         ttp=params_json("ttp", keys=("methods", "paper_reference")),
         label=config["label"],
@@ -257,7 +257,7 @@ rule ttp_loss_figure:
         loss=results("ttp", "sft", "loss.json"),
         report=results("ttp", "sft", "train.report.json"),
     output:
-        pdf="paper/generated/ttp_sft_loss.pdf",
+        pdf=f"{PAPER_GENERATED}/ttp_sft_loss.pdf",
     params:
         label=config["label"],
     log:
@@ -298,8 +298,8 @@ if TTP["enabled"]:
     FINAL_TARGETS.extend(
         [
             results("ttp", "table4.csv"),
-            "paper/generated/ttp_table4.tex",
-            "paper/generated/ttp_sft_loss.pdf",
+            f"{PAPER_GENERATED}/ttp_table4.tex",
+            f"{PAPER_GENERATED}/ttp_sft_loss.pdf",
             results("ttp", "acceptance.txt"),
         ]
     )

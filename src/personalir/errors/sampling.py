@@ -213,7 +213,11 @@ def clean_texts(
     """The shared pool of (clean text, core terms), in a fixed order."""
     if source == "product_titles":
         if products is None:
-            raise ValueError("text_source product_titles needs the products table")
+            raise ValueError(
+                "errors.sampling_eval.text_source product_titles needs the product catalogue "
+                "(products table); without one set errors.sampling_eval.text_source="
+                "corrected_sentences"
+            )
         p = products[products["eligible"]] if "eligible" in products else products
         pool = [(t, tuple(c)) for t, c in zip(p["title"], p["core_terms"], strict=True) if t]
     elif source == "corrected_sentences":
@@ -226,7 +230,12 @@ def clean_texts(
         raise ValueError(f"unknown text_source {source!r}")
     pool = sorted(dict.fromkeys(pool))
     if not pool:
-        raise ValueError(f"no clean texts from {source}")
+        hint = (
+            "no product has a title"
+            if source == "product_titles"
+            else "no sentence of 5-25 words was left unchanged by the correction"
+        )
+        raise ValueError(f"no clean texts from text_source {source}: {hint}")
     return pool
 
 
