@@ -125,6 +125,39 @@ def test_personalised_beats_baselines_on_distinct_habits():
     pd.testing.assert_frame_equal(table, again)
 
 
+def test_bootstrap_intervals_over_users_bracket_the_means():
+    ps = _world()
+    kw = dict(texts_per_user=4, n_edits=1, n_candidates=None, seed=1, domain="D")
+    table, _ = evaluate_sampling(
+        ps, ps, TEXTS, Injector(), samplers=["global", "personalised"], bootstrap=200, **kw
+    )
+    for _, row in table.iterrows():
+        for m in ("top1", "mrr"):
+            assert row[f"{m}_ci_low"] <= row[m] <= row[f"{m}_ci_high"]
+    # Six users: the global sampler ranks some first and some not, so its interval is wide.
+    baseline = table.set_index("sampler").loc["global"]
+    assert baseline["mrr_ci_low"] < baseline["mrr"] < baseline["mrr_ci_high"]
+    plain, _ = evaluate_sampling(ps, ps, TEXTS, Injector(), samplers=["global"], **kw)
+    assert "top1_ci_low" not in plain
+    assert plain.loc[0, "top1"] == table.loc[0, "top1"]  # intervals change no estimate
+
+
+def test_edit_rate_intervals_resample_users_with_and_without_edits():
+    import pyarrow as pa
+
+    from personalir.errors.stage import rate_intervals
+
+    rows = [{"user_id": u, "text": "one two three four five"} for u in ("a", "b", "c", "d")]
+    edits = pa.table({"user_id": ["a", "a", "b"], "char_level": [True, False, True]})
+    out = rate_intervals(rows, edits, seed=3, n_boot=500)
+    lo, hi = out["edits_per_1000_words_ci"]
+    assert lo < 1000 * 3 / 20 < hi  # 3 edits in 20 words, two users without any
+    lo_c, hi_c = out["char_level_edits_per_1000_words_ci"]
+    assert lo_c <= 1000 * 2 / 20 <= hi_c and hi_c <= hi
+    assert rate_intervals(rows, edits, seed=3, n_boot=500) == out
+    assert rate_intervals(rows, edits, seed=3, n_boot=0) == {}
+
+
 def test_habit_recovery_and_check():
     ps = _world(n_edits=30)
     planted = {

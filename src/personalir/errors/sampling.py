@@ -272,6 +272,23 @@ def split_profiles(
     return gen, att
 
 
+def _user_intervals(per_user: dict[str, list[float]], n_boot: int, seed: int) -> dict:
+    """95% percentile-bootstrap interval of each mean over users (users drawn with
+    replacement, the same draws for every measure); empty when ``n_boot`` is 0."""
+    if n_boot <= 0:
+        return {}
+    out = {}
+    n = len(next(iter(per_user.values())))
+    idx = rng(seed, "bootstrap").integers(0, n, size=(n_boot, n)) if n else None
+    for key, values in per_user.items():
+        if idx is None:
+            lo = hi = float("nan")
+        else:
+            lo, hi = np.quantile(np.asarray(values, dtype=float)[idx].mean(axis=1), [0.025, 0.975])
+        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = float(lo), float(hi)
+    return out
+
+
 def evaluate_sampling(
     generation: ProfileSet,
     attribution: ProfileSet,
@@ -284,7 +301,10 @@ def evaluate_sampling(
     n_candidates: int | None,
     seed: int,
     domain: str,
+    bootstrap: int = 0,
 ) -> tuple[pd.DataFrame, dict]:
+    """Top-1 and MRR of each sampler's error queries, per user then averaged; with
+    ``bootstrap`` > 0 also 95% percentile intervals over users (``*_ci_low``/``*_ci_high``)."""
     users = sorted(generation.users)
     if len(users) < 2:
         raise ValueError("the sampling evaluation needs at least two users")
@@ -346,6 +366,9 @@ def evaluate_sampling(
                 "top1": float(np.mean(top1s)) if top1s else float("nan"),
                 "mrr": float(np.mean(rrs)) if rrs else float("nan"),
                 "single_query_top1": float(np.mean(single)) if single else float("nan"),
+                **_user_intervals(
+                    {"top1": top1s, "mrr": rrs}, bootstrap, derive_seed(seed, domain, name)
+                ),
                 "users": len(top1s),
                 "texts_scored": len(single),
                 "texts_without_edit": n_without,
@@ -366,6 +389,13 @@ def evaluate_sampling(
         "n_edits": n_edits,
         "generation_users_fallback": generation.summary()["users_fallback_global"],
         "attribution_users_fallback": attribution.summary()["users_fallback_global"],
+        # Users whose generating and attributing profiles both rest on their own edits: for
+        # the others the personalised sampler draws from (or is scored by) the domain's.
+        "users_observed_in_both": len(
+            set(users)
+            - set(generation.summary()["users_fallback_ids"])
+            - set(attribution.summary()["users_fallback_ids"])
+        ),
         "samplers": detail,
     }
     return table, info

@@ -10,9 +10,11 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from personalir.common.seeding import rng
 from personalir.errors.edits import extract_edits
 from personalir.errors.gec import build_backends, correct_corpus
 from personalir.errors.inject import Constraints, Injector
@@ -75,7 +77,11 @@ def run_correct(
     return table, report
 
 
-def run_edits(corrections: pd.DataFrame, section: dict) -> tuple[pa.Table, pa.Table, dict]:
+def run_edits(
+    corrections: pd.DataFrame, section: dict, *, seed: int | None = None, bootstrap: int = 0
+) -> tuple[pa.Table, pa.Table, dict]:
+    """Edits, word contexts and their report; with ``seed`` and ``bootstrap`` resamples, the
+    report adds 95% bootstrap intervals (users resampled) of the per-1000-words rates."""
     rows = corrections[["sentence_id", "user_id", "position", "text"]].to_dict("records")
     t0, c0 = time.perf_counter(), time.process_time()
     edits, words, report = extract_edits(
@@ -84,9 +90,39 @@ def run_edits(corrections: pd.DataFrame, section: dict) -> tuple[pa.Table, pa.Ta
         model=section["spacy_model"],
         batch_size=section["batch_size"],
     )
+    if seed is not None:
+        report.update(rate_intervals(rows, edits, seed=seed, n_boot=bootstrap))
     report["seconds"] = round(time.perf_counter() - t0, 3)
     report["cpu_seconds"] = round(time.process_time() - c0, 3)
     return edits, words, report
+
+
+def rate_intervals(rows: list[dict], edits: pa.Table, *, seed: int, n_boot: int) -> dict:
+    """95% percentile-bootstrap intervals of the edit rates per 1000 words, users drawn with
+    replacement. A rate is a ratio of sums (users who write more weigh more, as in the point
+    estimate); users without edits are drawn too, so their share moves the interval."""
+    from personalir.data.text import count_words
+
+    if n_boot <= 0 or not rows:
+        return {}
+    words: dict[str, int] = {}
+    for r in rows:
+        words[r["user_id"]] = words.get(r["user_id"], 0) + count_words(r["text"])
+    users = sorted(words)
+    pos = {u: i for i, u in enumerate(users)}
+    w = np.array([words[u] for u in users], dtype=float)
+    flags = edits.column("char_level").to_pylist()
+    all_edits, char_edits = np.zeros(len(users)), np.zeros(len(users))
+    for u, c in zip(edits.column("user_id").to_pylist(), flags, strict=True):
+        all_edits[pos[u]] += 1
+        char_edits[pos[u]] += bool(c)
+    idx = rng(seed, "errors", "edit-rate-bootstrap").integers(0, len(users), (n_boot, len(users)))
+    out = {}
+    for name, counts in (("edits", all_edits), ("char_level_edits", char_edits)):
+        rates = 1000 * counts[idx].sum(axis=1) / np.maximum(w[idx].sum(axis=1), 1)
+        lo, hi = np.quantile(rates, [0.025, 0.975])
+        out[f"{name}_per_1000_words_ci"] = [round(float(lo), 3), round(float(hi), 3)]
+    return out
 
 
 def sentences_per_user(corrections: pd.DataFrame) -> dict[str, int]:
@@ -161,6 +197,7 @@ def run_sampling_eval(
         n_candidates=cfg["n_candidates"],
         seed=seed,
         domain=domain,
+        bootstrap=cfg["bootstrap"],
     )
     info["seconds"] = round(time.perf_counter() - t0, 3)
     info["cpu_seconds"] = round(time.process_time() - c0, 3)
