@@ -14,40 +14,9 @@ from personalir.common.config import REPO_ROOT, ConfigError, load_config, valida
 from personalir.data.ingest import ingest_meta, ingest_reviews, require_records
 from personalir.data.sentences import SentenceRules, build_user_sentences
 from personalir.errors.sampling import clean_texts
+from tests.fixtures.real_reviews import write_reviews
 
 DOMAIN = "Musical_Instruments"
-SENTENCES = [
-    "These strings stay in tune for weeks on my old acoustic.",
-    "i ordered it with my new guitar and it fit right away.",
-    "The tone is warm but the low end gets muddy at high volume.",
-    "Great for an amateur like me, and cheaper than the local store!",
-    "Would I buy it again?",
-]
-
-
-def write_reviews(path, n_users=3, reviews_per_user=4):
-    """Reviews in the 2023 review schema (as the real file is), a few users and products."""
-    with path.open("w", encoding="utf-8") as fh:
-        for u in range(n_users):
-            for r in range(reviews_per_user):
-                fh.write(
-                    json.dumps(
-                        {
-                            "rating": float(1 + (u + r) % 5),
-                            "title": f"Review {r}",
-                            "text": " ".join(SENTENCES[(r + k) % len(SENTENCES)] for k in range(3)),
-                            "images": [],
-                            "asin": f"B00{r % 3:07d}",
-                            "parent_asin": f"B00{r % 3:07d}",
-                            "user_id": f"A{u:020d}",
-                            "timestamp": 1353024000000 + 86_400_000 * (10 * u + r),
-                            "helpful_vote": r % 2,
-                            "verified_purchase": True,
-                        }
-                    )
-                    + "\n"
-                )
-    return path
 
 
 def real_config(reviews=None, meta=None, **sections):
