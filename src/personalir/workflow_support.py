@@ -59,8 +59,8 @@ def raw_file(config: Mapping, domain: str, table: str) -> str:
         if table == "meta":
             raise MissingInput(catalogue_message(domain, problem))
         raise MissingInput(
-            f"no review file for {domain}: {problem}; set data.local.reviews=<file> "
-            "(or data.local_dir=<folder>)"
+            f"no review file for {domain}: {problem}; set data.local.reviews: <file> "
+            "(or data.local_dir: <folder>)"
         )
     return path
 
@@ -99,7 +99,7 @@ def catalogue_message(domain: str, problem: str) -> str:
     return (
         f"no product catalogue (meta file) for {domain}: {problem}. Product documents need it, "
         f"and so do {stages}, the dataset statistics and error sampling with "
-        "errors.sampling_eval.text_source: product_titles. Set data.local.meta=<meta file>, "
+        "errors.sampling_eval.text_source: product_titles. Set data.local.meta: <meta file>, "
         "or run without them (config/real_reviews.yaml turns them off)"
     )
 
@@ -118,7 +118,7 @@ def config_conflicts(config: Mapping) -> list[str]:
     if config["paper"]["build_pdf"] and config["paper"]["generated_dir"] != "paper/generated":
         problems.append(
             f"paper.build_pdf is true but paper.generated_dir is {config['paper']['generated_dir']}"
-            " (paper/main.tex inputs paper/generated); set paper.build_pdf=false"
+            " (paper/main.tex inputs paper/generated); set paper.build_pdf: false"
         )
     return problems + catalogue_conflicts(config)
 
@@ -135,11 +135,11 @@ def catalogue_conflicts(config: Mapping) -> list[str]:
             continue
         if key == "ttp.enabled" and config["ttp"]["source"] != "sample_world":
             continue
-        problems.append(f"{label} is on: set {key}=false")
+        problems.append(f"{label} is on: set {key}: false")
     if config["errors"]["sampling_eval"]["text_source"] == "product_titles":
         problems.append(
             "error sampling injects into product titles (errors.sampling_eval.text_source: "
-            "product_titles): set errors.sampling_eval.text_source=corrected_sentences to use "
+            "product_titles): set errors.sampling_eval.text_source: corrected_sentences to use "
             "the users' own sentences that the correction left unchanged"
         )
     if not problems:
@@ -147,7 +147,8 @@ def catalogue_conflicts(config: Mapping) -> list[str]:
     _, why = local_raw_file(config["data"], missing[0], "meta")
     return [
         f"no product catalogue (meta file) for {', '.join(missing)} ({why}), which these "
-        "settings need; set data.local.meta=<meta file>, or:\n    - " + "\n    - ".join(problems)
+        "settings need; set data.local.meta: <meta file>, or (in a --configfile):\n    - "
+        + "\n    - ".join(problems)
     ]
 
 

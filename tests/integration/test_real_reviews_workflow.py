@@ -54,7 +54,7 @@ def test_a_stage_that_needs_the_catalogue_stops_at_start(work, tmp_path):
     assert proc.returncode != 0
     err = proc.stderr
     assert "no product catalogue (meta file) for Musical_Instruments" in err
-    assert "data.local.meta" in err and "queries.enabled=false" in err
+    assert "data.local.meta" in err and "queries.enabled: false" in err
     assert "Building DAG" not in err  # stopped before the job graph
 
 

@@ -128,7 +128,7 @@ def test_personalised_beats_baselines_on_distinct_habits():
 def test_bootstrap_intervals_over_users_bracket_the_means():
     ps = _world()
     kw = dict(texts_per_user=4, n_edits=1, n_candidates=None, seed=1, domain="D")
-    table, _ = evaluate_sampling(
+    table, info = evaluate_sampling(
         ps, ps, TEXTS, Injector(), samplers=["global", "personalised"], bootstrap=200, **kw
     )
     for _, row in table.iterrows():
@@ -140,6 +140,12 @@ def test_bootstrap_intervals_over_users_bracket_the_means():
     plain, _ = evaluate_sampling(ps, ps, TEXTS, Injector(), samplers=["global"], **kw)
     assert "top1_ci_low" not in plain
     assert plain.loc[0, "top1"] == table.loc[0, "top1"]  # intervals change no estimate
+    tex = sampling_latex(
+        sampling_frame([table]), label="unit", info={**info, "attribution": "same"}
+    )
+    low, high = table.loc[0, ["top1_ci_low", "top1_ci_high"]]
+    assert f"[{100 * low:.2f}, {100 * high:.2f}]" in tex and "95\\% bootstrap intervals" in tex
+    assert "& -- & --" in tex  # the average rows have no interval
 
 
 def test_edit_rate_intervals_resample_users_with_and_without_edits():

@@ -53,11 +53,11 @@ def test_stages_that_need_a_catalogue_are_named_at_start(tmp_path):
     assert "no product catalogue (meta file) for Baby_Products, Musical_Instruments" in message
     assert "data.local.meta" in message
     for fix in (
-        "queries.enabled=false",
-        "retrieval.enabled=false",
-        "ttp.enabled=false",
-        "paper.build_pdf=false",
-        "errors.sampling_eval.text_source=corrected_sentences",
+        "queries.enabled: false",
+        "retrieval.enabled: false",
+        "ttp.enabled: false",
+        "paper.build_pdf: false",
+        "errors.sampling_eval.text_source: corrected_sentences",
     ):
         assert fix in message
 
@@ -65,7 +65,7 @@ def test_stages_that_need_a_catalogue_are_named_at_start(tmp_path):
 def test_one_stage_left_on_is_the_only_one_named(tmp_path):
     reviews = write_reviews(tmp_path / "reviews.jsonl")
     (message,) = ws.config_conflicts(real_config(reviews, retrieval={"enabled": True}))
-    assert "retrieval.enabled=false" in message
+    assert "retrieval.enabled: false" in message
     assert "queries.enabled" not in message and "text_source" not in message
 
 
@@ -112,7 +112,7 @@ def test_a_catalogue_with_products_passes(tmp_path):
 
 
 def test_product_title_sampling_without_a_catalogue_names_the_alternative():
-    with pytest.raises(ValueError, match="text_source=corrected_sentences"):
+    with pytest.raises(ValueError, match="text_source: corrected_sentences"):
         clean_texts("product_titles", products=None)
 
 

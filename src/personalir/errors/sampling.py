@@ -215,7 +215,7 @@ def clean_texts(
         if products is None:
             raise ValueError(
                 "errors.sampling_eval.text_source product_titles needs the product catalogue "
-                "(products table); without one set errors.sampling_eval.text_source="
+                "(products table); without one set errors.sampling_eval.text_source: "
                 "corrected_sentences"
             )
         p = products[products["eligible"]] if "eligible" in products else products

@@ -44,6 +44,7 @@ def sampling_frame(per_domain: list[pd.DataFrame]) -> pd.DataFrame:
 
 def sampling_latex(df: pd.DataFrame, *, label: str, info: dict) -> str:
     rows, bold, rules = [], {}, []
+    with_intervals = "top1_ci_low" in df.columns
     for domain, block in df.groupby("domain", sort=False):
         if rows:
             rules.append(len(rows))
@@ -57,6 +58,7 @@ def sampling_latex(df: pd.DataFrame, *, label: str, info: dict) -> str:
                     "Top-1 (%)": f"{100 * r['top1']:.2f}",
                     "MRR": f"{r['mrr']:.4f}",
                     "1-query Top-1 (%)": f"{100 * r['single_query_top1']:.2f}",
+                    **_interval_cells(r, with_intervals),
                 }
             )
             for m, col in (
@@ -75,6 +77,7 @@ def sampling_latex(df: pd.DataFrame, *, label: str, info: dict) -> str:
         f"{'held-out' if info['attribution'] == 'held_out' else 'the same'} sentences. "
         f"Chance: Top-1 {100 * info['chance_top1']:.1f}\\%, MRR {info['chance_mrr']:.3f}. "
         "Paper (personalised): Top-1 9.35\\%, MRR 0.2428."
+        + (" Brackets: 95\\% bootstrap intervals over users." if with_intervals else "")
     )
     return dataframe_to_latex(
         table,
@@ -83,7 +86,23 @@ def sampling_latex(df: pd.DataFrame, *, label: str, info: dict) -> str:
         floatfmt=".2f",
         bold=bold,
         midrule_before=rules,
+        fit_width=with_intervals,  # two interval columns do not fit the text width
     )
+
+
+def _interval_cells(row: pd.Series, with_intervals: bool) -> dict[str, str]:
+    """Top-1 and MRR intervals as cells (``--`` where a row has none, e.g. the average)."""
+    if not with_intervals:
+        return {}
+    cells = {}
+    for key, col, scale, fmt in (
+        ("top1", "Top-1 95% CI", 100, ".2f"),
+        ("mrr", "MRR 95% CI", 1, ".4f"),
+    ):
+        low, high = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
+        ok = low is not None and high is not None and low == low and high == high
+        cells[col] = f"[{scale * low:{fmt}}, {scale * high:{fmt}}]" if ok else "--"
+    return cells
 
 
 def _rate_ci(report: dict, name: str, column: str) -> dict:
