@@ -45,9 +45,15 @@ def test_text_stages_are_planned_without_a_catalogue(work):
         assert f"rule {rule}:" not in out
     # Everything under the configuration's results root: artifacts, logs, generated tables.
     assert "results/" not in out.replace("results_real/", "")
-    assert "results_real/logs/errors/" in out
-    assert "results_real/paper/generated/errors_sampling.tex" in out
-    assert "paper/generated" not in out.replace("results_real/paper/generated", "")
+    written = [
+        path.strip()
+        for line in out.splitlines()
+        if line.strip().startswith(("output:", "log:"))
+        for path in line.split(":", 1)[1].split(",")
+    ]
+    assert written and all(p.startswith("results_real/") for p in written), written
+    assert "results_real/logs/errors/tables.log" in written
+    assert "results_real/paper/generated/errors_sampling.tex" in written
 
 
 def test_a_stage_that_needs_the_catalogue_stops_at_start(work, tmp_path):
