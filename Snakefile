@@ -17,10 +17,17 @@ try:
             dict(config),
             load_schema(),
             sources=[(f, Path(f).read_text(encoding="utf-8")) for f in _config_files],
+            command_line=workflow.config_settings.overwrite_config,
         )
     )
 except ConfigError as exc:
     sys.exit(f"Configuration error: {exc}")
+
+from personalir.workflow_support import config_conflicts  # noqa: E402
+
+# Stages that need a product catalogue stop the run here, before any job, when there is none.
+if _conflicts := config_conflicts(config):
+    sys.exit("Configuration error:\n  " + "\n  ".join(_conflicts))
 
 DOMAINS = config["domains"]
 RESULTS = config["results_dir"]

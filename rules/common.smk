@@ -10,7 +10,9 @@ compact_json = workflow_support.compact_json
 results = partial(workflow_support.results_path, RESULTS)
 logs = partial(workflow_support.results_path, LOGS)
 generated = partial(workflow_support.results_path, GENERATED)
-raw_files = partial(workflow_support.raw_files, config)
+raw_file = partial(workflow_support.raw_file, config)
+# Domains whose product catalogue (meta file) the configuration provides.
+CATALOGUE_DOMAINS = [d for d in DOMAINS if workflow_support.has_catalogue(config, d)]
 # Dequantised float32 copies of packaged GGUF models (SmolLM2), made once and read by every
 # rule that loads one (queries, the LLM rerankers, the TTP backbone and HyDE); outside the DAG
 # like a conda env: deleting it only costs time. `model_cache: false` turns it off.

@@ -50,7 +50,7 @@ rule download:
 rule ingest:
     """Stream one raw JSONL(.gz) file into typed Parquet; bad records follow the policy."""
     input:
-        unpack(lambda w: {"raw": raw_files(w.domain)[w.table]}),
+        raw=lambda w: raw_file(w.domain, w.table),
     output:
         parquet=results("data", "{domain}", "{table}.parquet"),
         quality=results("data", "{domain}", "{table}.quality.json"),
@@ -123,6 +123,8 @@ rule user_sentences:
 
 DATA_OUTPUTS = [
     results("data", "{domain}", name)
-    for name in ("products.parquet", "user_sentences.parquet", "product_reviewers.parquet")
+    for name in ("user_sentences.parquet", "product_reviewers.parquet")
 ]
 FINAL_TARGETS.extend(expand(DATA_OUTPUTS, domain=DOMAINS))
+# Without a catalogue (data.source: local, no meta file) there are no product documents.
+FINAL_TARGETS.extend(expand(results("data", "{domain}", "products.parquet"), domain=CATALOGUE_DOMAINS))

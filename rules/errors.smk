@@ -48,6 +48,8 @@ rule errors_edits:
         report=results("errors", "{domain}", "edits.report.json"),
     params:
         edits=lambda w: params_json("errors", "edits"),
+        bootstrap=params_json("errors", "statistics", "bootstrap"),
+        seed=config["seed"],
     log:
         logs("errors", "edits_{domain}.log"),
     resources:
@@ -59,7 +61,8 @@ rule errors_edits:
     shell:
         "python -u workflow_scripts/errors_edits.py --corrections {input.corrections}"
         " --params {params.edits:q} --edits {output.edits} --words {output.words}"
-        " --report {output.report} > {log} 2>&1"
+        " --report {output.report} --bootstrap {params.bootstrap:q} --seed {params.seed}"
+        " > {log} 2>&1"
 
 rule errors_profiles:
     """Per-user mechanism/context/rate profiles with smoothing, shrinkage and explicit fallback."""

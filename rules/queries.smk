@@ -166,10 +166,11 @@ rule queries_tables:
         " --identifiability-tex {output.identifiability_tex} > {log} 2>&1"
 
 
-FINAL_TARGETS.extend(
-    expand(
-        [rules.queries_select.output.benchmark, rules.queries_select.output.released],
-        domain=DOMAINS,
+if config["queries"]["enabled"]:
+    FINAL_TARGETS.extend(
+        expand(
+            [rules.queries_select.output.benchmark, rules.queries_select.output.released],
+            domain=DOMAINS,
+        )
     )
-)
-FINAL_TARGETS.extend(rules.queries_tables.output)
+    FINAL_TARGETS.extend(rules.queries_tables.output)

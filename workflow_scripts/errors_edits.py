@@ -15,9 +15,16 @@ def main() -> None:
     ap.add_argument("--edits", required=True)
     ap.add_argument("--words", required=True)
     ap.add_argument("--report", required=True)
+    ap.add_argument("--bootstrap", type=json_arg, required=True, help="errors.statistics.bootstrap")
+    ap.add_argument("--seed", type=int, required=True, help="used when bootstrap.seed is null")
     args = ap.parse_args()
     log = setup_logging("errors_edits")
-    edits, words, report = run_edits(pq.read_table(args.corrections).to_pandas(), args.params)
+    edits, words, report = run_edits(
+        pq.read_table(args.corrections).to_pandas(),
+        args.params,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+    )
     write_parquet(args.edits, edits)
     write_parquet(args.words, words)
     write_json(args.report, report)

@@ -6,7 +6,7 @@ from pathlib import Path
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
 from personalir.common.io import write_json, write_text
-from personalir.data.ingest import ingest_meta, ingest_reviews
+from personalir.data.ingest import ingest_meta, ingest_reviews, require_records
 from personalir.data.ingest_schema import IngestError
 
 
@@ -32,6 +32,11 @@ def main() -> None:
     except IngestError as exc:
         log.error("%s", exc)
         sys.exit(f"ingest failed (policy strict): {exc}")
+    try:
+        require_records(report, args.input)
+    except ValueError as exc:
+        log.error("%s", exc)
+        sys.exit(f"ingest refused: {exc}")
     if not Path(args.quarantine).exists():  # nothing was quarantined
         write_text(args.quarantine, "")
     write_json(args.quality, report)

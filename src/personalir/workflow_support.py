@@ -47,20 +47,120 @@ def results_path(results_dir: str, *parts: str) -> str:
     return "/".join([results_dir, *parts])
 
 
-def raw_files(config: Mapping, domain: str) -> dict[str, str]:
-    """Raw review and meta files of a domain, wherever the configured source keeps them."""
+class MissingInput(ValueError):
+    """A configured target needs a raw file that the configuration does not provide."""
+
+
+# What the product catalogue (the meta file) feeds: a config switch per stage that needs it.
+CATALOGUE_STAGES = (
+    ("queries.enabled", "query generation (PQB)"),
+    ("retrieval.enabled", "retrieval"),
+    ("ttp.enabled", "TTP (with ttp.source: sample_world)"),
+    ("paper.build_pdf", "the paper PDF"),
+)
+
+
+def raw_file(config: Mapping, domain: str, table: str) -> str:
+    """The raw ``reviews`` or ``meta`` file of a domain; ``MissingInput`` names what is missing."""
     results_dir = config["results_dir"]
     source = config["data"]["source"]
     if source == "sample":
         base = results_path(results_dir, "sample_world", domain)
-        return {"reviews": f"{base}/{domain}.jsonl", "meta": f"{base}/meta_{domain}.jsonl"}
+        return f"{base}/{domain}.jsonl" if table == "reviews" else f"{base}/meta_{domain}.jsonl"
     if source == "download":
         base = results_path(results_dir, "download", domain)
-        return {"reviews": f"{base}/{domain}.jsonl.gz", "meta": f"{base}/meta_{domain}.jsonl.gz"}
-    from personalir.data.download import locate_local
+        name = f"{domain}.jsonl.gz" if table == "reviews" else f"meta_{domain}.jsonl.gz"
+        return f"{base}/{name}"
+    path, problem = local_raw_file(config["data"], domain, table)
+    if path is None:
+        if table == "meta":
+            raise MissingInput(catalogue_message(domain, problem))
+        raise MissingInput(
+            f"no review file for {domain}: {problem}; set data.local.reviews: <file> "
+            "(or data.local_dir: <folder>)"
+        )
+    return path
 
-    found = locate_local(config["data"]["local_dir"], domain)
-    return {"reviews": str(found["review"]), "meta": str(found["meta"])}
+
+def local_raw_file(data: Mapping, domain: str, table: str) -> tuple[str | None, str]:
+    """``(path, "")`` of a local raw file, or ``(None, why it is missing)``.
+
+    ``data.local.<table>`` (``{domain}`` is replaced) wins over ``data.local_dir``; a meta
+    file that is neither set nor in ``local_dir`` means the domain has no catalogue.
+    """
+    from pathlib import Path
+
+    key = "reviews" if table == "reviews" else "meta"
+    explicit = (data.get("local") or {}).get(key)
+    if explicit:
+        path = Path(explicit.format(domain=domain))
+        if not path.is_file():
+            return None, f"data.local.{key} is {path}, which does not exist"
+        return str(path), ""
+    local_dir = data.get("local_dir")
+    if not local_dir:
+        return None, f"neither data.local.{key} nor data.local_dir is set"
+    folder = Path(local_dir)
+    stem = domain if table == "reviews" else f"meta_{domain}"
+    names = [f"{stem}.jsonl", f"{stem}.jsonl.gz"]
+    hits = [folder / n for n in names if (folder / n).is_file()]
+    if len(hits) > 1:
+        raise ValueError(f"{folder}: both {names[0]} and {names[1]} exist for {domain}; keep one")
+    if not hits:
+        return None, f"data.local_dir {folder} holds neither {names[0]} nor {names[1]}"
+    return str(hits[0]), ""
+
+
+def catalogue_message(domain: str, problem: str) -> str:
+    stages = ", ".join(f"{label} ({key})" for key, label in CATALOGUE_STAGES)
+    return (
+        f"no product catalogue (meta file) for {domain}: {problem}. Product documents need it, "
+        f"and so do {stages}, the dataset statistics and error sampling with "
+        "errors.sampling_eval.text_source: product_titles. Set data.local.meta: <meta file>, "
+        "or run without them (config/real_reviews.yaml turns them off)"
+    )
+
+
+def has_catalogue(config: Mapping, domain: str) -> bool:
+    if config["data"]["source"] != "local":
+        return True
+    return local_raw_file(config["data"], domain, "meta")[0] is not None
+
+
+def config_conflicts(config: Mapping) -> list[str]:
+    """Why the configuration cannot run, checked when the workflow starts (so a run stops
+    before its first job instead of inside one): settings that need a product catalogue some
+    domain lacks. Empty when it can run."""
+    return catalogue_conflicts(config)
+
+
+def catalogue_conflicts(config: Mapping) -> list[str]:
+    """Enabled settings that need a product catalogue some domain lacks, each with its fix."""
+    missing = [d for d in config["domains"] if not has_catalogue(config, d)]
+    if not missing:
+        return []
+    problems = []
+    for key, label in CATALOGUE_STAGES:
+        section, name = key.split(".")
+        if not config[section][name]:
+            continue
+        if key == "ttp.enabled" and config["ttp"]["source"] != "sample_world":
+            continue
+        problems.append(f"{label} is on: set {key}: false")
+    if config["errors"]["sampling_eval"]["text_source"] == "product_titles":
+        problems.append(
+            "error sampling injects into product titles (errors.sampling_eval.text_source: "
+            "product_titles): set errors.sampling_eval.text_source: corrected_sentences to use "
+            "the users' own sentences that the correction left unchanged"
+        )
+    if not problems:
+        return []
+    _, why = local_raw_file(config["data"], missing[0], "meta")
+    return [
+        f"no product catalogue (meta file) for {', '.join(missing)} ({why}), which these "
+        "settings need; set data.local.meta: <meta file>, or (in a --configfile):\n    - "
+        + "\n    - ".join(problems)
+    ]
 
 
 # --- retrieval stage -----------------------------------------------------------------------

@@ -126,6 +126,26 @@ def test_personalised_beats_baselines_on_distinct_habits():
     pd.testing.assert_frame_equal(table, again)
 
 
+def test_edit_rate_intervals_resample_users_with_and_without_edits():
+    import pyarrow as pa
+
+    from personalir.errors.stage import rate_intervals
+
+    rows = [{"user_id": u, "text": "one two three four five"} for u in ("a", "b", "c", "d")]
+    edits = pa.table({"user_id": ["a", "a", "b"], "char_level": [True, False, True]})
+    kw = dict(samples=500, confidence=0.95, seed=3)
+    out = rate_intervals(rows, edits, **kw)
+    lo, hi = out["edits_per_1000_words_ci"]
+    assert lo < 1000 * 3 / 20 < hi  # 3 edits in 20 words, two users without any
+    lo_c, hi_c = out["char_level_edits_per_1000_words_ci"]
+    assert lo_c <= 1000 * 2 / 20 <= hi_c and hi_c <= hi
+    assert out["rate_interval_confidence"] == 0.95 and out["rate_interval_samples"] == 500
+    assert rate_intervals(rows, edits, **kw) == out
+    narrow = rate_intervals(rows, edits, **{**kw, "confidence": 0.5})
+    assert lo <= narrow["edits_per_1000_words_ci"][0] <= narrow["edits_per_1000_words_ci"][1] <= hi
+    assert rate_intervals(rows, edits, **{**kw, "samples": 0}) == {}
+
+
 def test_habit_recovery_and_check():
     ps = _world(n_edits=30)
     planted = {

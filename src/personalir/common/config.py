@@ -140,12 +140,15 @@ def validate_config(
     source: str | None = None,
     text: str | None = None,
     sources: list[tuple[str, str]] | None = None,
+    command_line: Mapping | None = None,
 ) -> dict:
     """Fill defaults and validate; raise :class:`ConfigError` naming the offending key.
 
     ``sources`` lists ``(file name, YAML text)`` of the files the config was merged from, in
     precedence order (the one that wins first); an error names the first file that sets the
     offending key, with its line. ``source``/``text`` is the one-file shorthand.
+    ``command_line`` is what ``--config`` set (it wins over every file): an error in a key it
+    sets names ``--config``.
     """
     schema = schema or load_schema()
     if sources is None:
@@ -157,12 +160,30 @@ def validate_config(
     errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         indexed = [(name, _key_lines(body)) for name, body in sources]
+        if command_line:
+            indexed.insert(0, ("--config", _dict_paths(command_line)))
         messages = []
         for err in errors:
             path, msg = _describe(err)
-            messages.append(f"{_where(path, indexed, source)}: {msg}")
+            where = _where(path, indexed, source)
+            if where == "--config" and isinstance(err.instance, str) and err.validator == "type":
+                msg += (
+                    " (snakemake reads values nested in --config as strings: set this key in "
+                    "a --configfile instead)"
+                )
+            messages.append(f"{where}: {msg}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
     return filled
+
+
+def _dict_paths(values: Mapping, prefix: tuple = ()) -> dict[tuple, None]:
+    """Every key path of a nested mapping (no line numbers: it was not read from a file)."""
+    out: dict[tuple, None] = {}
+    for key, value in values.items():
+        out[prefix + (key,)] = None
+        if isinstance(value, Mapping):
+            out.update(_dict_paths(value, prefix + (key,)))
+    return out
 
 
 def _where(path: tuple, indexed: list[tuple[str, dict]], fallback: str | None) -> str:
@@ -170,7 +191,8 @@ def _where(path: tuple, indexed: list[tuple[str, dict]], fallback: str | None) -
     for cut in range(len(path), 0, -1):
         for name, lines in indexed:
             if path[:cut] in lines:
-                return f"{name}:{lines[path[:cut]]}"
+                line = lines[path[:cut]]
+                return name if line is None else f"{name}:{line}"
     return fallback or (indexed[0][0] if indexed else "config")
 
 

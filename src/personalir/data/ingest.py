@@ -40,7 +40,7 @@ import re
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -317,6 +317,22 @@ def ingest_meta(
         quarantine_path=quarantine_path,
         report_path=report_path,
         chunk_size=chunk_size,
+    )
+
+
+def require_records(report: Mapping, src: str | os.PathLike) -> None:
+    """Refuse a raw file that gave no records: later stages would fail on it far from here.
+
+    Raises ``ValueError`` naming the file, how many lines were read and why the quarantined
+    ones were set aside.
+    """
+    if report["records_written"]:
+        return
+    what = "products (the product catalogue is empty)" if report["kind"] == "meta" else "reviews"
+    reasons = ", ".join(f"{k}: {v}" for k, v in report["quarantined_by_reason"].items())
+    raise ValueError(
+        f"{src}: 0 {what}; {report['records_read']} line(s) read, "
+        f"{report['records_quarantined']} quarantined" + (f" ({reasons})" if reasons else "")
     )
 
 

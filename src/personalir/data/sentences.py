@@ -66,6 +66,15 @@ REVIEWER_SCHEMA = pa.schema(
 )
 
 
+SENTENCE_COUNTS = (
+    "sentences_total",
+    "sentences_usable",
+    "sentences_too_short",
+    "sentences_beyond_max_per_user",
+    "sentences_of_excluded_users",
+)
+
+
 def build_user_sentences(reviews: pa.Table, rules: SentenceRules) -> dict:
     """Return tables ``sentences``, ``users``, ``reviewers`` and a count ``report``."""
     cols = [
@@ -156,7 +165,8 @@ def build_user_sentences(reviews: pa.Table, rules: SentenceRules) -> dict:
             "max_per_user": rules.max_per_user,
             "min_words": rules.min_words,
         },
-        **{k: counts[k] for k in sorted(counts)},
+        # Every count, zero ones included, so reports of different data have the same keys.
+        **{k: counts[k] for k in sorted(SENTENCE_COUNTS)},
         "sentences_kept": len(sent_rows["text"]),
     }
     # Every split sentence is accounted for exactly once.

@@ -266,7 +266,10 @@ def word_pairs(o_words: list[tuple], c_words: list[tuple]) -> list[tuple[tuple, 
 def edit_report(rows, corrected, edits: pa.Table, words: pa.Table, counts: Counter) -> dict:
     from personalir.data.text import count_words
 
-    n_words = sum(count_words(r["text"]) for r in rows)
+    words_by_user: Counter = Counter()
+    for r in rows:
+        words_by_user[r["user_id"]] += count_words(r["text"])
+    n_words = sum(words_by_user.values())
     char = [
         m
         for m, c in zip(
@@ -279,6 +282,9 @@ def edit_report(rows, corrected, edits: pa.Table, words: pa.Table, counts: Count
     mech = Counter(char)
     types = Counter(edits.column("errant_type").to_pylist())
     n_edits = edits.num_rows
+    edit_users = edits.column("user_id").to_pylist()
+    char_flags = edits.column("char_level").to_pylist()
+    char_by_user = {u for u, c in zip(edit_users, char_flags, strict=True) if c}
     return {
         "sentences": len(rows),
         "sentences_corrected": sum(
@@ -297,16 +303,9 @@ def edit_report(rows, corrected, edits: pa.Table, words: pa.Table, counts: Count
             m: round(mech.get(m, 0) / len(char), 4) if char else None for m in MECHANISM_NAMES
         },
         "errant_types": dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))),
-        "users_with_char_level_edits": len(
-            set(
-                u
-                for u, c in zip(
-                    edits.column("user_id").to_pylist(),
-                    edits.column("char_level").to_pylist(),
-                    strict=True,
-                )
-                if c
-            )
-        ),
+        "users": len(words_by_user),
+        "users_with_char_level_edits": len(char_by_user),
+        # Their profiles fall back to the domain's (errors/profiles.py).
+        "users_without_char_level_edits": len(words_by_user) - len(char_by_user),
         **{k: counts[k] for k in sorted(counts)},
     }

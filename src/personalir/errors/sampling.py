@@ -292,7 +292,11 @@ def clean_texts(
     """The shared pool of (clean text, core terms), in a fixed order."""
     if source == "product_titles":
         if products is None:
-            raise ValueError("text_source product_titles needs the products table")
+            raise ValueError(
+                "errors.sampling_eval.text_source product_titles needs the product catalogue "
+                "(products table); without one set errors.sampling_eval.text_source: "
+                "corrected_sentences"
+            )
         p = products[products["eligible"]] if "eligible" in products else products
         pool = [(t, tuple(c)) for t, c in zip(p["title"], p["core_terms"], strict=True) if t]
     elif source == "corrected_sentences":
@@ -305,7 +309,12 @@ def clean_texts(
         raise ValueError(f"unknown text_source {source!r}")
     pool = sorted(dict.fromkeys(pool))
     if not pool:
-        raise ValueError(f"no clean texts from {source}")
+        hint = (
+            "no product has a title"
+            if source == "product_titles"
+            else "no sentence of 5-25 words was left unchanged by the correction"
+        )
+        raise ValueError(f"no clean texts from text_source {source}: {hint}")
     return pool
 
 
@@ -449,6 +458,13 @@ def evaluate_sampling(
         "n_edits": n_edits,
         "generation_users_fallback": generation.summary()["users_fallback_global"],
         "attribution_users_fallback": attribution.summary()["users_fallback_global"],
+        # Users whose generating and attributing profiles both rest on their own edits: for
+        # the others the personalised sampler draws from (or is scored by) the domain's.
+        "users_observed_in_both": len(
+            set(users)
+            - set(generation.summary()["users_fallback_ids"])
+            - set(attribution.summary()["users_fallback_ids"])
+        ),
         "samplers": detail,
     }
     return table, pd.DataFrame(outcomes, columns=USER_OUTCOME_COLUMNS), info

@@ -10,9 +10,11 @@ import logging
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from personalir.common.bootstrap import bootstrap_replicates, percentile_interval
 from personalir.errors.edits import extract_edits
 from personalir.errors.gec import build_backends, correct_corpus
 from personalir.errors.inject import Constraints, Injector
@@ -75,18 +77,75 @@ def run_correct(
     return table, report
 
 
-def run_edits(corrections: pd.DataFrame, section: dict) -> tuple[pa.Table, pa.Table, dict]:
+def run_edits(
+    corrections: pd.DataFrame,
+    section: dict,
+    *,
+    bootstrap: dict | None = None,
+    seed: int | None = None,
+) -> tuple[pa.Table, pa.Table, dict]:
+    """Edits, word contexts and their report; with ``bootstrap`` (errors.statistics.bootstrap:
+    samples, confidence, seed) the report adds bootstrap intervals (users resampled) of the
+    per-1000-words rates, ``seed`` standing in for a null ``bootstrap.seed``."""
     rows = corrections[["sentence_id", "user_id", "position", "text"]].to_dict("records")
     t0, c0 = time.perf_counter(), time.process_time()
     edits, words, report = extract_edits(
         rows,
-        corrections["corrected"].tolist(),
+        corrected=corrections["corrected"].tolist(),
         model=section["spacy_model"],
         batch_size=section["batch_size"],
     )
+    if bootstrap:
+        boot_seed = seed if bootstrap.get("seed") is None else bootstrap["seed"]
+        if boot_seed is None:
+            raise ValueError("edit-rate intervals need a seed (bootstrap.seed or the run's seed)")
+        report.update(
+            rate_intervals(
+                rows,
+                edits,
+                samples=bootstrap["samples"],
+                confidence=bootstrap["confidence"],
+                seed=boot_seed,
+            )
+        )
     report["seconds"] = round(time.perf_counter() - t0, 3)
     report["cpu_seconds"] = round(time.process_time() - c0, 3)
     return edits, words, report
+
+
+def rate_intervals(
+    rows: list[dict], edits: pa.Table, *, samples: int, confidence: float, seed: int
+) -> dict:
+    """Percentile-bootstrap intervals of the edit rates per 1000 words, users drawn with
+    replacement (``personalir.common.bootstrap``). A rate is a ratio of sums (users who write
+    more weigh more, as in the point estimate); users without edits are drawn too, so their
+    share moves the interval. Empty when ``samples`` is 0 or there are no sentences."""
+    from personalir.data.text import count_words
+
+    if samples <= 0 or not rows:
+        return {}
+    words: dict[str, int] = {}
+    for r in rows:
+        words[r["user_id"]] = words.get(r["user_id"], 0) + count_words(r["text"])
+    users = sorted(words)
+    per_user = pd.DataFrame(
+        {
+            "user_id": edits.column("user_id").to_pylist(),
+            "char_level": [bool(c) for c in edits.column("char_level").to_pylist()],
+        }
+    )
+    all_edits = per_user.groupby("user_id").size()
+    char_edits = per_user[per_user["char_level"]].groupby("user_id").size()
+    den = np.array([words[u] for u in users], dtype=float) / 1000  # thousands of words
+    out = {"rate_interval_confidence": confidence, "rate_interval_samples": samples}
+    for name, counts in (("edits", all_edits), ("char_level_edits", char_edits)):
+        units = pd.DataFrame(
+            {"num": counts.reindex(users, fill_value=0).to_numpy(float), "den": den}
+        )
+        reps = bootstrap_replicates(units, samples, seed, "errors", "edit-rate", name)
+        lo, hi = percentile_interval(reps, confidence)
+        out[f"{name}_per_1000_words_ci"] = [round(lo, 3), round(hi, 3)]
+    return out
 
 
 def sentences_per_user(corrections: pd.DataFrame) -> dict[str, int]:

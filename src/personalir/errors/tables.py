@@ -141,6 +141,12 @@ def sampling_latex(df: pd.DataFrame, *, label: str, info: dict) -> str:
     )
 
 
+def _rate_ci(report: dict, name: str, column: str) -> dict:
+    """``<column>_ci_low``/``_ci_high`` from an edit report's interval (None when absent)."""
+    low, high = report.get(f"{name}_per_1000_words_ci") or (None, None)
+    return {f"{column}_ci_low": low, f"{column}_ci_high": high}
+
+
 def statistics_frame(reports: dict[str, dict], profiles: dict[str, ProfileSet]) -> pd.DataFrame:
     rows = []
     for domain, rep in reports.items():
@@ -155,6 +161,8 @@ def statistics_frame(reports: dict[str, dict], profiles: dict[str, ProfileSet]) 
                 "edits_per_1000_words": rep["edits_per_1000_words"],
                 "char_level_edits": rep["char_level_edits"],
                 "char_level_per_1000_words": rep["char_level_edits_per_1000_words"],
+                **_rate_ci(rep, "edits", "edits_per_1000_words"),
+                **_rate_ci(rep, "char_level_edits", "char_level_per_1000_words"),
                 "users": summ["users"],
                 "users_fallback": summ["users_fallback_global"],
                 **{f"share_{m}": rep["mechanism_shares"][m] for m in MECHANISM_NAMES},

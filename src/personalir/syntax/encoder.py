@@ -436,13 +436,20 @@ def run_encoder(
     curve = pd.DataFrame(enc.history)
     with atomic_path(out["curve"], suffix=".csv") as tmp:
         curve.to_csv(tmp, index=False, float_format="%.6f")
-    n_cohorts = sum(1 for v in product_users.values() if len(v) >= 2)
+    cohort_sizes = sorted(len(v) for v in product_users.values() if len(v) >= 2)
+    in_cohort = {u for v in product_users.values() if len(v) >= 2 for u in v}
     report = {
         "best_epoch": enc.best_epoch,
         "stopped_early": enc.stopped_early,
         "epochs_run": len(enc.history) - 1,
         "seconds": round(seconds, 2),
-        "cohort_products": n_cohorts,
+        "cohort_products": len(cohort_sizes),
+        "cohort_users_median": float(np.median(cohort_sizes)) if cohort_sizes else 0.0,
+        "cohort_users_max": cohort_sizes[-1] if cohort_sizes else 0,
+        # Users who share no product with another modelled user never enter a training batch
+        # (real reviews are sparse here, the sample world is not); they are still embedded,
+        # profiled and evaluated.
+        "users_in_no_cohort": len(users) - len(in_cohort),
         "users": len(users),
         "dim": dim,
         "svd_dim": int(enc.svd.components.shape[0]),
