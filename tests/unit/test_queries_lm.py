@@ -138,3 +138,23 @@ def test_lora_training_lowers_the_loss_and_saves(tiny, tmp_path):
     assert trainable and all("lora" in n and "layers.1." in n for n in trainable)
     model.save_pretrained(tmp_path / "adapter")
     assert (tmp_path / "adapter" / "adapter_model.safetensors").exists()
+
+
+def test_sampling_in_bfloat16_gives_float32_logits_to_the_hooks(tiny):
+    """queries.lm.sampling_dtype: a bfloat16 copy samples; hooks see float32 scores."""
+    import copy
+
+    model = copy.deepcopy(tiny["model"]).to(torch.bfloat16)
+    tok = tiny["tok"]
+    seen = []
+
+    def hook(input_ids, scores):
+        seen.append(scores.dtype)
+        return scores
+
+    prompt = lm.chat_prompt(tok, "stroller", [("Brand", "Nestwell")])
+    settings = lm.SamplingSettings(temperature=0.7, top_p=0.95, max_new_tokens=4)
+    out = lm.sample_prompts(
+        model, tok, [prompt], 3, settings, [torch.Generator().manual_seed(0)], hook
+    )
+    assert len(out[0]) == 3 and seen and set(seen) == {torch.float32}

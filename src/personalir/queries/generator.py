@@ -193,9 +193,14 @@ def load_generator(params: dict, adapter_dir, model_cache=None) -> tuple[object,
     lm = params["lm"]
     ref = resolve_model(lm["model"], allow_download=lm["allow_download"])
     base, tok = load_causal_lm(ref, device=lm["device"], cache_dir=model_cache)
-    if adapter_dir is None:
-        return base, tok
-    return PeftModel.from_pretrained(base, str(adapter_dir)).eval(), tok
+    if adapter_dir is not None:
+        base = PeftModel.from_pretrained(base, str(adapter_dir)).eval()
+    dtype = lm.get("sampling_dtype", "float32")
+    if dtype != "float32":  # (an eager fluency filter then scores with this model too)
+        import torch
+
+        base = base.to(getattr(torch, dtype))
+    return base, tok
 
 
 def base_perplexity(model, tok, batch_size: int = 32):

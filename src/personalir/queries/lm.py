@@ -219,7 +219,7 @@ def sample_prompts(
         out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
         cache = out.past_key_values
         cache.batch_repeat_interleave(n)
-        logits = out.logits[:, -1, :].repeat_interleave(n, dim=0)
+        logits = out.logits[:, -1, :].float().repeat_interleave(n, dim=0)
         prompt_ids = ids.repeat_interleave(n, dim=0)
         attn = mask.repeat_interleave(n, dim=0)
         position = positions[:, -1].repeat_interleave(n, dim=0)
@@ -253,7 +253,7 @@ def sample_prompts(
                 use_cache=True,
             )
             cache = out.past_key_values
-            logits = out.logits[:, -1, :]
+            logits = out.logits[:, -1, :].float()
     end_set = set(ends.tolist())
     results: list[list[dict]] = [[] for _ in prompts]
     flat = zip(tokens.cpu().tolist(), length.cpu().tolist(), done.cpu().tolist(), strict=True)
