@@ -8,11 +8,15 @@ share of an end-to-end sample run.
 2. ``--log FILE``: the per-stage wall time of a finished Snakemake run from its log (job start
    and finish times; with several cores, a stage's time is the union of its jobs' intervals)
    and the query stage's share of the whole run.
-3. ``--run-workflow``: runs the whole sample workflow cold in a fresh copy of the repository
+3. ``--reports DIR`` (a run's ``results/queries``): per domain, the LM's valid candidates per
+   second of sampling, its tokens per second, the steps' times and the LM's share of the
+   syntactic queries, read from the run's reports.
+4. ``--run-workflow``: runs the whole sample workflow cold in a fresh copy of the repository
    (as ``bench_data_stage.py`` does), then analyses its log as in 2. Slow: minutes.
 
     python benchmarks/bench_queries.py [--domain Musical_Instruments] [--products 3] [--json out]
     python benchmarks/bench_queries.py --log .snakemake/log/<run>.snakemake.log
+    python benchmarks/bench_queries.py --reports results/queries
     python benchmarks/bench_queries.py --run-workflow --cores 2 --json out.json
 """
 
@@ -39,16 +43,17 @@ def throughput(
 ) -> dict:
     import pyarrow.parquet as pq
     import torch
+    import yaml
 
     from personalir.common.config import validate_config
     from personalir.queries.backends import BACKENDS
     from personalir.queries.candidates import product_infos, read_products, sample_products
     from personalir.queries.generator import base_perplexity, load_generator, run_lm
     from personalir.queries.seeds import SEED_PATH
-    from personalir.queries.terms import count_terms
+    from personalir.queries.terms import AttributeVocabulary, count_terms
 
     torch.set_num_threads(threads)
-    cfg = validate_config({})
+    cfg = validate_config(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
     q = cfg["queries"]
     data = ROOT / "results" / "data" / domain
     products = read_products(data / "products.parquet")
@@ -78,10 +83,15 @@ def throughput(
         model, tok = load_generator(q, adapter, model_cache)
         out["load_s"] = time.perf_counter() - t0
     lm_settings = {**q["lm"], "products": None}
-    backend = BACKENDS.get("lm")(
-        lm_settings, seed=cfg["seed"], domain=domain, model=model, tokenizer=tok
+    vocab = AttributeVocabulary.from_products(
+        products["attribute_keys"].map(list), products["attribute_values"].map(list)
     )
-    lm_cands = backend.generate(ordered[:n_products])
+    backend = BACKENDS.get("lm")(
+        lm_settings, seed=cfg["seed"], domain=domain, model=model, tokenizer=tok,
+        frequency=q["filters"]["lexical"]["frequency"], vocabulary=vocab,
+        contradiction_keys=q["filters"]["contradiction"]["keys"],
+    )  # fmt: skip
+    lm_cands = backend.generate(ordered[:n_products] if n_products else ordered)
     out["lm"] = backend.stats
     t0 = time.perf_counter()
     grammar = BACKENDS.get("grammar")(q["grammar"], seed=cfg["seed"], domain=domain)
@@ -98,6 +108,37 @@ def throughput(
         all(n == 1 for n in count_terms(c["text"], infos[c["product"]].core_terms).values())
         for c in lm_cands
     )
+    return out
+
+
+def run_reports(queries_dir: Path) -> dict:
+    """Per domain, from a finished run's reports: the LM's valid candidates per second of
+    sampling, tokens per second, the candidates and select steps' library time, and the share
+    of the benchmark's syntactic queries the LM wrote."""
+    out = {}
+    for rep_path in sorted(queries_dir.glob("*/candidates.report.json")):
+        d = rep_path.parent
+        rep = json.loads(rep_path.read_text())
+        lm = rep["backends"].get("lm", {})
+        valid = rep["counts"].get("lm", {}).get("valid", 0)
+        sel = json.loads((d / "select.report.json").read_text())
+        syn = [
+            json.loads(line)
+            for line in (d / "benchmark.jsonl").read_text().splitlines()
+            if line.strip()
+        ]
+        syn = [r for r in syn if r["kind"] == "syntactic"]
+        secs = lm.get("sampling_seconds") or 0.0
+        out[d.name] = {
+            "lm_candidates": lm.get("candidates", 0),
+            "lm_valid": valid,
+            "sampling_s": secs,
+            "valid_per_s": valid / secs if secs else float("nan"),
+            "tokens_per_s": lm.get("tokens_per_second") or float("nan"),
+            "candidates_s": rep["seconds"]["total"],
+            "select_s": sel["seconds"]["total"],
+            "lm_share": sum(r["provenance"].get("backend") == "lm" for r in syn) / max(len(syn), 1),
+        }
     return out
 
 
@@ -188,11 +229,25 @@ def main() -> int:
         help="dequantised-model cache (the workflow's); 'none' to dequantise the GGUF each load",
     )
     ap.add_argument("--log", type=Path, help="analyse a finished Snakemake log")
+    ap.add_argument(
+        "--reports",
+        type=Path,
+        help="a finished run's results/queries folder: per-domain LM figures from its reports",
+    )
     ap.add_argument("--run-workflow", action="store_true")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    if args.log or args.run_workflow:
+    if args.reports:
+        out = run_reports(args.reports)
+        for d, r in out.items():
+            print(
+                f"{d}: LM {r['lm_valid']} valid of {r['lm_candidates']} in {r['sampling_s']:.1f} s "
+                f"sampling = {r['valid_per_s']:.2f} valid candidates/s, {r['tokens_per_s']:.1f} "
+                f"tokens/s; rule time candidates {r['candidates_s']:.1f} s, select "
+                f"{r['select_s']:.1f} s; syntactic queries from the LM {r['lm_share']:.1%}"
+            )
+    elif args.log or args.run_workflow:
         text = args.log.read_text() if args.log else run_workflow(args.cores)
         out = stage_times(text)
         for name, secs in out["stage_busy_s"].items():
@@ -201,9 +256,7 @@ def main() -> int:
         share = "n/a (no query job in this run)" if share is None else f"{share:.0%}"
         print(f"{'wall':>10}: {out['wall_s']:7.1f} s; query stage share {share}")
     else:
-        from personalir.common.config import validate_config
-
-        n = args.products or validate_config({})["queries"]["lm"]["products"]
+        n = args.products  # None: every sampled product, as the default config
         cache = None if str(args.model_cache) == "none" else args.model_cache
         out = throughput(args.domain, n, args.adapter, args.threads, cache)
         lm = out["lm"]
