@@ -137,3 +137,15 @@ def test_semantic_bound_from_mismatched_documents():
     assert semantic_bound(fixed, mism) == (0.35, {"bound_from": "config"})
     with pytest.raises(ValueError, match="single sampled product"):
         semantic_bound({"semantic": {"min_similarity": None, "mismatch_quantile": 0.5}}, mism[-1:])
+
+
+def test_mismatched_products_are_of_another_type_and_seeded():
+    from personalir.queries.filters import mismatched_products
+
+    head = {"a": "stroller", "b": "stroller", "c": "bottle", "d": "bottle", "e": "crib"}
+    other = mismatched_products(sorted(head), head, seed=4)
+    assert set(other) == set(head)
+    assert all(head[other[p]] != head[p] for p in head)
+    assert other == mismatched_products(sorted(head), head, seed=4)
+    same = {"a": "stroller", "b": "stroller"}
+    assert mismatched_products(["a", "b"], same, seed=0) == {"a": "b", "b": "a"}

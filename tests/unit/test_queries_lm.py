@@ -158,3 +158,16 @@ def test_sampling_in_bfloat16_gives_float32_logits_to_the_hooks(tiny):
         model, tok, [prompt], 3, settings, [torch.Generator().manual_seed(0)], hook
     )
     assert len(out[0]) == 3 and seen and set(seen) == {torch.float32}
+
+
+def test_top_p_fast_path_equals_the_full_sort():
+    """The top-k fast path keeps exactly the tokens the full sort keeps, peaked rows and flat
+    rows (which fall back to the sort) alike, -inf entries included."""
+    gen = torch.Generator().manual_seed(0)
+    for scale in (0.5, 3.0, 8.0):
+        x = torch.randn(12, 3000, generator=gen) * scale
+        x[:3, 50:] = float("-inf")
+        fast = lm._top_p_filter(x, 0.9, k=64)
+        full = lm._top_p_sorted(x, 0.9)
+        assert torch.equal(torch.isfinite(fast), torch.isfinite(full))
+        assert torch.equal(fast[torch.isfinite(fast)], full[torch.isfinite(full)])

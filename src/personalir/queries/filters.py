@@ -146,8 +146,8 @@ class SentenceEncoder:
 
 def semantic_similarities(cands: pd.DataFrame, ctx: FilterContext) -> np.ndarray:
     """Each candidate's cosine similarity to its own product's document. Also sets
-    ``ctx.mismatched``: each candidate's similarity to another sampled product's document
-    (a seeded derangement of the products), the calibration sample of the semantic bound."""
+    ``ctx.mismatched``: each candidate's similarity to the document of a sampled product of
+    another type (:func:`mismatched_products`), the calibration sample of the semantic bound."""
     if ctx.encoder is None:
         ctx.encoder = SentenceEncoder(ctx.settings["semantic"]["model"])
     products = sorted(set(cands["product"]))
@@ -157,13 +157,24 @@ def semantic_similarities(cands: pd.DataFrame, ctx: FilterContext) -> np.ndarray
     own = np.array([float(v @ doc_of[p]) for v, p in zip(q, cands["product"], strict=True)])
     ctx.mismatched = np.full(len(own), np.nan)
     if len(products) > 1:
-        gen = np.random.default_rng(ctx.seed)
-        cycle = [str(p) for p in gen.permutation(products)]
-        shift = {p: cycle[(k + 1) % len(cycle)] for k, p in enumerate(cycle)}
+        other = mismatched_products(products, {p: ctx.products[p].head for p in products}, ctx.seed)
         ctx.mismatched = np.array(
-            [float(v @ doc_of[shift[p]]) for v, p in zip(q, cands["product"], strict=True)]
+            [float(v @ doc_of[other[p]]) for v, p in zip(q, cands["product"], strict=True)]
         )
     return own
+
+
+def mismatched_products(products: list[str], head: dict[str, str], seed: int) -> dict[str, str]:
+    """For each product, a product the query does not describe: in a seeded random order of
+    the products, the next one of another product type (``head``), so a same-model variant or
+    a lookalike of the same type, which the query may well describe, is never the negative;
+    when every product has the same type, the next product."""
+    cycle = [str(p) for p in np.random.default_rng(seed).permutation(products)]
+    out = {}
+    for k, p in enumerate(cycle):
+        later = [cycle[(k + j) % len(cycle)] for j in range(1, len(cycle))]
+        out[p] = next((o for o in later if head[o] != head[p]), later[0])
+    return out
 
 
 def semantic_bound(settings: dict, mismatched: np.ndarray) -> tuple[float, dict]:

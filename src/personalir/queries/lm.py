@@ -147,7 +147,26 @@ class SamplingSettings:
     max_new_tokens: int = 40
 
 
-def _top_p_filter(logits, top_p: float):
+def _top_p_filter(logits, top_p: float, k: int = 128):
+    """Nucleus (top-p) filtering: keep the smallest prefix of the tokens sorted by logit whose
+    probability mass reaches ``top_p``; the rest get ``-inf``. Rows whose nucleus lies within
+    their ``k`` largest logits (nearly all, at the usual temperatures) are filtered from
+    ``topk`` alone; the others by a full sort (:func:`_top_p_sorted`)."""
+    import torch
+
+    k = min(int(k), logits.shape[-1])
+    vals, idx = torch.topk(logits, k, dim=-1)
+    probs = torch.exp(vals - torch.logsumexp(logits, dim=-1, keepdim=True))
+    cum = probs.cumsum(dim=-1)
+    out = torch.full_like(logits, float("-inf"))
+    out.scatter_(-1, idx, vals.masked_fill(cum - probs > top_p, float("-inf")))
+    wide = cum[:, -1] <= top_p  # the nucleus may reach past the k-th token
+    if bool(wide.any()):
+        out[wide] = _top_p_sorted(logits[wide], top_p)
+    return out
+
+
+def _top_p_sorted(logits, top_p: float):
     import torch
 
     sorted_logits, idx = torch.sort(logits, descending=True, dim=-1)
