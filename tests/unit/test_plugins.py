@@ -152,6 +152,7 @@ def test_registry_enums_are_the_registries_names():
     assert {k: v[REGISTRY_KEYWORD] for k, v in marked.items()} == {
         "syntax/attribution/models/items": "personalir.syntax.models:PROFILE_MODELS",
         "errors/sampling_eval/samplers/items": "personalir.errors.sampling:SAMPLERS",
+        "queries/pairs/prefer_backends/items": "personalir.queries.backends:BACKENDS",
         "retrieval/metrics/pqb/items": "personalir.retrieval.metrics:METRICS",
         "ttp/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
     }

@@ -142,6 +142,16 @@ def _extremes(values: pd.Series, lower_is_better: bool) -> tuple[set, set]:
     return set(ok.index[ok == best]), set(ok.index[ok == worst])
 
 
+def _marked_cell(v, floatfmt: str, i, marks: tuple[set, set], bold: dict, at: tuple) -> str:
+    """A table cell: the value (``--`` when missing), bold (``bold[at]``) where it is the best
+    of its column, ``*`` where it is the worst."""
+    best, worst = marks
+    if i in best:
+        bold[at] = True
+    cell = format(v, floatfmt) if v == v else "--"
+    return cell + "*" if i in worst else cell
+
+
 def to_latex(
     table: pd.DataFrame,
     metrics: Sequence[str],
@@ -175,14 +185,7 @@ def to_latex(
             }
             row |= {c: int(rec[c.lower()]) for c in counts}
             for m in metrics:
-                v = rec[m]
-                cell = format(v, floatfmt) if v == v else "--"
-                best, worst = marks[m]
-                if i in best:
-                    bold[(len(rows), m)] = True
-                if i in worst:
-                    cell += "*"
-                row[m] = cell
+                row[m] = _marked_cell(rec[m], floatfmt, i, marks[m], bold, (len(rows), m))
             rows.append(row)
     cells = pd.DataFrame(rows, columns=["Retriever", "Family", *counts, *metrics])
     if not family:
@@ -272,14 +275,7 @@ def effectiveness_to_latex(
         for i, name in enumerate(retrievers):
             row = {"Retriever": labels[name]}
             for c in columns:
-                v = wide.at[name, c]
-                cell = format(v, floatfmt) if v == v else "--"
-                best, worst = marks[c]
-                if i in best:
-                    bold[(len(rows), c)] = True
-                if i in worst:
-                    cell += "*"
-                row[c] = cell
+                row[c] = _marked_cell(wide.at[name, c], floatfmt, i, marks[c], bold, (len(rows), c))
             rows.append(row)
     cells = pd.DataFrame(rows, columns=["Retriever", *columns]).fillna("")
     groups = [("", 1)] + [(SUBSET_TITLES[s], len(measures)) for s in subsets]
