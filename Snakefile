@@ -17,7 +17,8 @@ try:
             dict(config),
             load_schema(),
             sources=[(f, Path(f).read_text(encoding="utf-8")) for f in _config_files],
-            command_line=workflow.config_settings.overwrite_config,
+            # What --config set (overwrite_config also holds the --configfile contents).
+            command_line=dict(workflow.config_settings.config),
         )
     )
 except ConfigError as exc:
