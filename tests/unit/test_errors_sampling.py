@@ -199,7 +199,8 @@ def test_tables_and_figure(tmp_path):
         table.set_index("sampler").loc["personalised", "mrr"]
     )
     tex = sampling_latex(frame, label="unit", info={**info, "attribution": "same"})
-    assert r"\textbf{" in tex and "A B" in tex and "9.35" in tex
+    assert r"\textbf{" in tex and "A B" in tex and "Chance: Top-1" in tex
+    assert "Paper" not in tex  # no paper figure is typed into the table code
     # The per-user outcomes reproduce every row, so the tables can resample them.
     both = pd.concat([users, users.assign(domain="C")], ignore_index=True)
     ci = user_intervals(both, ["A_B", "C"], samples=200, confidence=0.9, seed=3)

@@ -122,8 +122,7 @@ def sampling_latex(df: pd.DataFrame, *, label: str, info: dict) -> str:
         f"user ({info['n_edits']} edit each); the true user is ranked among "
         f"{info['candidates_per_user']} candidates by likelihood under profiles from "
         f"{'held-out' if info['attribution'] == 'held_out' else 'the same'} sentences. "
-        f"Chance: Top-1 {100 * info['chance_top1']:.1f}\\%, MRR {info['chance_mrr']:.3f}. "
-        "Paper (personalised): Top-1 9.35\\%, MRR 0.2428."
+        f"Chance: Top-1 {100 * info['chance_top1']:.1f}\\%, MRR {info['chance_mrr']:.3f}."
     )
     if with_ci:
         caption += (
