@@ -7,8 +7,9 @@ both the LLM judge and the human annotators read, and the judge's system and use
 (``answer_key``); :func:`parse_answer` turns the answer text into a label or raises
 :class:`AnswerError` saying what is wrong with it.
 
-Dimensions are a registry (:data:`DIMENSIONS`, keyed by name): a new dimension is a new prompt
-file, listed in :data:`DIMENSION_FILES`.
+Dimensions are a registry (:data:`DIMENSIONS`, keyed by name; the config's
+``validation.judge.dimensions`` takes its names): a new dimension is a new prompt file, listed
+in :data:`DIMENSION_FILES`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from functools import cached_property
 from pathlib import Path
 
 import yaml
+
+from personalir.common.registry import Registry
 
 PROMPT_DIR = Path(__file__).with_name("prompts")
 DIMENSION_FILES = ("naturalness", "syntactic_quality", "attribution", "error_consistency")
@@ -105,8 +108,17 @@ def load_dimension(path: str | Path) -> Dimension:
     path = Path(path)
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     required = (
-        "name", "version", "title", "scale", "applies_to", "labels", "answer_key",
-        "definition", "levels", "system", "user",
+        "name",
+        "version",
+        "title",
+        "scale",
+        "applies_to",
+        "labels",
+        "answer_key",
+        "definition",
+        "levels",
+        "system",
+        "user",
     )
     missing = [k for k in required if k not in data]
     if missing:
@@ -135,14 +147,14 @@ def load_dimension(path: str | Path) -> Dimension:
     )
 
 
-DIMENSIONS: dict[str, Dimension] = {
-    name: load_dimension(PROMPT_DIR / f"{name}.yaml") for name in DIMENSION_FILES
-}
+DIMENSIONS: Registry[Dimension] = Registry("judged dimension")
+for _name in DIMENSION_FILES:
+    DIMENSIONS.register(_name)(load_dimension(PROMPT_DIR / f"{_name}.yaml"))
 
 
 def dimensions_for(kind: str, names=None) -> list[Dimension]:
     """The dimensions judged for a query of ``kind`` (optionally restricted to ``names``)."""
-    chosen = DIMENSIONS.values() if names is None else [DIMENSIONS[n] for n in names]
+    chosen = [DIMENSIONS.get(n) for n in (DIMENSION_FILES if names is None else names)]
     return [d for d in chosen if kind in d.applies_to]
 
 
