@@ -49,6 +49,7 @@ include: "rules/syntax.smk"
 include: "rules/queries.smk"
 include: "rules/retrieval.smk"
 include: "rules/ttp.smk"
+include: "rules/validation.smk"
 include: "rules/report.smk"
 include: "rules/provenance.smk"
 

@@ -80,6 +80,19 @@ STAGE_PATTERNS = {
         "ttp/*/runs/*.trec",
         "ttp/table4.csv",
     ],
+    # Blinded items and their key, the judge's labels, the annotator assignment, the
+    # (simulated or imported) annotations, adjudicated labels, agreement and both tables.
+    "validation": [
+        "validation/items.jsonl",
+        "validation/key.jsonl",
+        "validation/judgements.csv",
+        "validation/annotation/assignment.csv",
+        "validation/human/annotations.csv",
+        "validation/human/labels.csv",
+        "validation/human/agreement.csv",
+        "validation/ratings.csv",
+        "validation/agreement.csv",
+    ],
 }
 # Records of how an artifact was made (git commit, timings) are not artifacts to pin.
 UNPINNED = {"provenance.json"}
