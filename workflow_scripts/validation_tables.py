@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.validation.stage import make_tables
+from personalir.validation.tables import make_tables
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from personalir.common.io import read_json, write_json, write_jsonl, write_text
+from personalir.common.io import write_json, write_jsonl, write_text
 from personalir.common.seeding import derive_seed
 from personalir.validation import items as items_mod
 from personalir.validation.dimensions import DIMENSIONS
@@ -31,8 +31,8 @@ def read_jsonl(path) -> list[dict]:
     return out
 
 
-def _csv(frame: pd.DataFrame) -> str:
-    return frame.to_csv(index=False, lineterminator="\n", float_format="%.6f")
+def csv_text(frame: pd.DataFrame) -> str:
+    return frame.tocsv_text(index=False, lineterminator="\n", float_format="%.6f")
 
 
 # --- items ---------------------------------------------------------------------------------
@@ -171,7 +171,7 @@ def run_judge(
         report["base_url"] = "http://127.0.0.1:<port>/v1 (local server)"
         report["settings"]["base_url"] = report["base_url"]
     report["server"] = judge_cfg["server"]
-    write_text(judgements_out, _csv(pd.DataFrame(judgements)))
+    write_text(judgements_out, csv_text(pd.DataFrame(judgements)))
     write_json(report_out, report)
     return report
 
@@ -200,14 +200,14 @@ def export_annotation(
         seed=derive_seed(seed, "validation-assignment"),
     )
     human_mod.export_label_studio(items, dims, tasks_out, config_out)
-    human_mod.export_csv(items, assignment, csv_out)
+    human_mod.exportcsv_text(items, assignment, csv_out)
     write_text(
         guide_out,
         human_mod.annotator_guide(
             dims, primaries=human_cfg["primaries"], n_annotators=len(human_cfg["annotators"])
         ),
     )
-    write_text(assignment_out, _csv(assignment))
+    write_text(assignment_out, csv_text(assignment))
 
 
 # --- human labels and agreement ------------------------------------------------------------
@@ -232,13 +232,13 @@ def human_labels(
 
     items = read_jsonl(human_items_path)
     dims = [DIMENSIONS.get(n) for n in dimensions]
-    assignment = pd.read_csv(assignment_path, dtype=str)
+    assignment = pd.readcsv_text(assignment_path, dtype=str)
     source = human_cfg["source"]
     files = list(human_cfg["files"])
     if source == "simulated":
         from personalir.validation import simulate
 
-        judgements = pd.read_csv(judgements_path, dtype=str, keep_default_na=False)
+        judgements = pd.readcsv_text(judgements_path, dtype=str, keep_default_na=False)
         judgements = judgements[judgements["status"] == "ok"][["item_id", "dimension", "label"]]
         sim = human_cfg["simulated"]
         frame = simulate.simulate_annotations(
@@ -252,7 +252,7 @@ def human_labels(
             nominal_agreement=sim["nominal_agreement"],
             seed=derive_seed(seed, "validation-simulated-annotators"),
         )
-        simulate.write_annotations_csv(frame, simulated_out)
+        simulate.write_annotationscsv_text(frame, simulated_out)
         files = [str(simulated_out)]
     else:
         write_text(simulated_out, "")  # nothing simulated: an empty placeholder
@@ -271,9 +271,9 @@ def human_labels(
         annotations["source"] = annotations["source"].map(
             lambda s: s.replace(str(simulated_out), Path(simulated_out).name)
         )
-    write_text(annotations_out, _csv(annotations))
+    write_text(annotations_out, csv_text(annotations))
     labels = human_mod.adjudicate(annotations, assignment, dims)
-    write_text(labels_out, _csv(labels))
+    write_text(labels_out, csv_text(labels))
     rows = []
     for dim in dims:
         result = agreement_mod.agreement(
@@ -286,7 +286,7 @@ def human_labels(
         )
         rows.append({"dimension": dim.name, **result})
     agreement = pd.DataFrame(rows)
-    write_text(agreement_out, _csv(agreement))
+    write_text(agreement_out, csv_text(agreement))
     status = labels["status"].value_counts().to_dict() if len(labels) else {}
     report = {
         "source": source,
@@ -299,87 +299,3 @@ def human_labels(
     }
     write_json(report_out, report)
     return report
-
-
-# --- tables --------------------------------------------------------------------------------
-def make_tables(
-    *,
-    key_path,
-    judgements_path,
-    human_labels_path,
-    agreement_path,
-    judge_report_path,
-    human_report_path,
-    params: dict,
-    seed: int,
-    config_label: str,
-    synthetic: bool,
-    paper_results,
-    ratings_csv,
-    agreement_csv,
-    ratings_tex,
-    agreement_tex,
-    figure,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from personalir.validation import tables
-    from personalir.validation.measures import measures
-
-    key = pd.DataFrame(read_jsonl(key_path))
-    judge_report = read_json(judge_report_path)
-    human_report = read_json(human_report_path)
-    judgements = pd.read_csv(judgements_path, dtype=str, keep_default_na=False)
-    llm_labels = judgements[judgements["status"] == "ok"][["item_id", "dimension", "label"]]
-    boot = params["agreement"]
-    llm = measures(
-        llm_labels,
-        key,
-        bootstrap=boot["bootstrap"],
-        confidence=boot["ci"],
-        seed=derive_seed(seed, "validation-llm"),
-    )
-    has_human = human_report["annotations"] > 0
-    human = None
-    human_labels = None
-    if has_human:
-        human_labels = pd.read_csv(human_labels_path, dtype=str, keep_default_na=False)
-        human_labels = human_labels[human_labels["status"].isin(["agreed", "adjudicated"])]
-        human = measures(
-            human_labels,
-            key,
-            bootstrap=boot["bootstrap"],
-            confidence=boot["ci"],
-            seed=derive_seed(seed, "validation-human"),
-        )
-    paper = tables.paper_validation(paper_results)
-    ratings = tables.ratings_frame(llm, human, paper)
-    agreement = pd.read_csv(agreement_path) if has_human else None
-    agree = tables.agreement_frame(agreement, paper)
-    source = human_report["source"] if has_human else "none"
-    write_text(ratings_csv, _csv(ratings))
-    write_text(agreement_csv, _csv(agree))
-    write_text(
-        ratings_tex,
-        tables.ratings_latex(
-            ratings,
-            judge=judge_report["judge"],
-            human_source=source,
-            config_label=config_label,
-            synthetic=synthetic,
-            paper_judge=paper["judge"],
-        ),
-    )
-    write_text(
-        agreement_tex,
-        tables.agreement_latex(
-            agree,
-            human_source=source,
-            config_label=config_label,
-            synthetic=synthetic,
-            primaries=human_report["primaries"],
-            n_annotators=len(human_report["annotators"]),
-        ),
-    )
-    tables.distribution_figure(
-        llm_labels, human_labels, figure, judge=judge_report["judge"], human_source=source
-    )
-    return ratings, agree

@@ -240,3 +240,89 @@ def distribution_figure(
     with atomic_path(path, suffix=".pdf") as tmp:
         fig.savefig(tmp, format="pdf", metadata={"CreationDate": None, "Producer": None})
     plt.close(fig)
+
+
+def make_tables(
+    *,
+    key_path,
+    judgements_path,
+    human_labels_path,
+    agreement_path,
+    judge_report_path,
+    human_report_path,
+    params: dict,
+    seed: int,
+    config_label: str,
+    synthetic: bool,
+    paper_results,
+    ratings_csv,
+    agreement_csv,
+    ratings_tex,
+    agreement_tex,
+    figure,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rule `validation_tables`: both tables (CSV + LaTeX) and the figure."""
+    from personalir.common.io import read_json, write_text
+    from personalir.common.seeding import derive_seed
+    from personalir.validation.measures import measures
+    from personalir.validation.stage import csv_text, read_jsonl
+
+    key = pd.DataFrame(read_jsonl(key_path))
+    judge_report = read_json(judge_report_path)
+    human_report = read_json(human_report_path)
+    judgements = pd.readcsv_text(judgements_path, dtype=str, keep_default_na=False)
+    llm_labels = judgements[judgements["status"] == "ok"][["item_id", "dimension", "label"]]
+    boot = params["agreement"]
+    llm = measures(
+        llm_labels,
+        key,
+        bootstrap=boot["bootstrap"],
+        confidence=boot["ci"],
+        seed=derive_seed(seed, "validation-llm"),
+    )
+    has_human = human_report["annotations"] > 0
+    human = None
+    human_labels = None
+    if has_human:
+        human_labels = pd.readcsv_text(human_labels_path, dtype=str, keep_default_na=False)
+        human_labels = human_labels[human_labels["status"].isin(["agreed", "adjudicated"])]
+        human = measures(
+            human_labels,
+            key,
+            bootstrap=boot["bootstrap"],
+            confidence=boot["ci"],
+            seed=derive_seed(seed, "validation-human"),
+        )
+    paper = paper_validation(paper_results)
+    ratings = ratings_frame(llm, human, paper)
+    agreement = pd.readcsv_text(agreement_path) if has_human else None
+    agree = agreement_frame(agreement, paper)
+    source = human_report["source"] if has_human else "none"
+    write_text(ratings_csv, csv_text(ratings))
+    write_text(agreement_csv, csv_text(agree))
+    write_text(
+        ratings_tex,
+        ratings_latex(
+            ratings,
+            judge=judge_report["judge"],
+            human_source=source,
+            config_label=config_label,
+            synthetic=synthetic,
+            paper_judge=paper["judge"],
+        ),
+    )
+    write_text(
+        agreement_tex,
+        agreement_latex(
+            agree,
+            human_source=source,
+            config_label=config_label,
+            synthetic=synthetic,
+            primaries=human_report["primaries"],
+            n_annotators=len(human_report["annotators"]),
+        ),
+    )
+    distribution_figure(
+        llm_labels, human_labels, figure, judge=judge_report["judge"], human_source=source
+    )
+    return ratings, agree
