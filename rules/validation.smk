@@ -119,6 +119,7 @@ rule validation_human:
         simulated=results("validation", "human", "simulated_annotations.csv"),
         annotations=results("validation", "human", "annotations.csv"),
         labels=results("validation", "human", "labels.csv"),
+        adjudication=results("validation", "human", "adjudication.csv"),
         agreement=results("validation", "human", "agreement.csv"),
         report=results("validation", "human", "human.report.json"),
     params:
@@ -138,7 +139,8 @@ rule validation_human:
         " --assignment {input.assignment} --judgements {input.judgements}"
         " --params {params.validation:q} --dimensions {params.dimensions} --seed {params.seed}"
         " --simulated {output.simulated} --annotations {output.annotations}"
-        " --labels {output.labels} --agreement {output.agreement} --report {output.report}"
+        " --labels {output.labels} --adjudication {output.adjudication}"
+        " --agreement {output.agreement} --report {output.report}"
         " > {log} 2>&1"
 
 

@@ -16,6 +16,7 @@ def main() -> None:
     ap.add_argument("--simulated", required=True)
     ap.add_argument("--annotations", required=True)
     ap.add_argument("--labels", required=True)
+    ap.add_argument("--adjudication", required=True, help="the adjudicator's open rows (CSV)")
     ap.add_argument("--agreement", required=True)
     ap.add_argument("--report", required=True)
     args = ap.parse_args()

@@ -46,6 +46,10 @@ class JudgeRequestError(RuntimeError):
     """The endpoint rejected a request (a 4xx other than 429): a settings problem."""
 
 
+class NeedsCall(RuntimeError):
+    """Raised by an offline judge (``offline=True``) at the first question the cache lacks."""
+
+
 def redact(text: str, secrets) -> str:
     """``text`` with every non-empty secret replaced by ``***``."""
     for secret in secrets:
@@ -171,15 +175,19 @@ def cache_key(dim: Dimension, body: dict) -> str:
 class Judge:
     """One endpoint, one cache; thread-safe counters of what happened."""
 
-    def __init__(self, settings: JudgeSettings, cache: ResponseCache | None):
+    def __init__(
+        self, settings: JudgeSettings, cache: ResponseCache | None, *, offline: bool = False
+    ):
         import openai
 
         self.settings = settings
+        self.offline = offline
         self.cache = cache
         self._key = settings.api_key()
         self._secrets = (self._key,)
+        # An offline judge never calls: any well-formed URL will do.
         self._client = openai.OpenAI(
-            base_url=settings.base_url,
+            base_url="http://127.0.0.1:9/v1" if offline else settings.base_url,
             api_key=self._key,
             timeout=settings.timeout_s,
             max_retries=settings.max_retries,
@@ -246,6 +254,8 @@ class Judge:
             key = cache_key(dim, body)
             record = self.cache.get(key) if self.cache is not None else None
             if record is None:
+                if self.offline:
+                    raise NeedsCall(dim.name)
                 record = self._call(body)
                 if self.cache is not None:
                     self.cache.put(key, record)
@@ -284,11 +294,16 @@ def judge_items(
     *,
     dimensions=None,
     progress: bool = True,
+    offline: bool = False,
 ):
-    """Judgements (list of dicts, in item then dimension order) and a report dict."""
+    """Judgements (list of dicts, in item then dimension order) and a report dict.
+
+    ``offline``: answer from the cache only and raise :class:`NeedsCall` at the first
+    question it lacks (so a caller can skip starting a server when everything is cached).
+    """
     from tqdm import tqdm
 
-    judge = Judge(settings, cache)
+    judge = Judge(settings, cache, offline=offline)
     questions = [
         (item, DIMENSIONS.get(name))
         for item in items

@@ -16,6 +16,8 @@ from personalir.validation import items as items_mod
 from personalir.validation.dimensions import DIMENSIONS
 
 log = logging.getLogger("personalir.validation")
+#: How reports name the local server's endpoint (its port is chosen per run).
+LOCAL_URL = "http://127.0.0.1:<port>/v1"
 
 
 def read_jsonl(path) -> list[dict]:
@@ -32,7 +34,7 @@ def read_jsonl(path) -> list[dict]:
 
 
 def csv_text(frame: pd.DataFrame) -> str:
-    return frame.tocsv_text(index=False, lineterminator="\n", float_format="%.6f")
+    return frame.to_csv(index=False, lineterminator="\n", float_format="%.6f")
 
 
 # --- items ---------------------------------------------------------------------------------
@@ -135,41 +137,52 @@ def run_judge(
     report_out,
 ) -> dict:
     """Ask the judge every question of the items; start the local server when configured."""
-    from contextlib import nullcontext
-
-    from personalir.validation.judge import ResponseCache, judge_items
+    from personalir.validation.judge import NeedsCall, ResponseCache, judge_items
 
     items = read_jsonl(items_path)
     cache = ResponseCache(cache_path) if cache_path else None
-    if judge_cfg["server"] == "local":
-        from personalir.validation.launch import local_server
-
-        server = local_server(
-            judge_cfg["local_model"],
-            threads=threads,
-            model_cache=model_cache or None,
-            startup_timeout=judge_cfg["startup_timeout"],
-            log_path=server_log,
+    local = judge_cfg["server"] == "local"
+    if not local and (not judge_cfg["base_url"] or not judge_cfg["model"]):
+        raise ValueError(
+            "validation.judge.server is remote: set validation.judge.base_url and "
+            "validation.judge.model"
         )
-    else:
-        if not judge_cfg["base_url"] or not judge_cfg["model"]:
-            raise ValueError(
-                "validation.judge.server is remote: set validation.judge.base_url and "
-                "validation.judge.model"
-            )
-        server = nullcontext(None)
+    model = judge_cfg["model"] or judge_cfg["local_model"]
     try:
-        with server as srv:
-            base_url = srv.base_url if srv is not None else judge_cfg["base_url"]
-            model = judge_cfg["model"] or (srv.model if srv is not None else None)
-            settings = judge_settings(judge_cfg, seed=seed, base_url=base_url, model=model)
-            judgements, report = judge_items(items, settings, cache)
+        judged = None
+        if local and cache is not None:
+            # Every answer cached: no server to start (a rerun costs nothing).
+            offline = judge_settings(judge_cfg, seed=seed, base_url=LOCAL_URL, model=model)
+            try:
+                judged = judge_items(items, offline, cache, offline=True, progress=False)
+                settings = offline
+            except NeedsCall:
+                judged = None
+        if judged is None and local:
+            from personalir.validation.launch import local_server
+
+            with local_server(
+                judge_cfg["local_model"],
+                threads=threads,
+                model_cache=model_cache or None,
+                startup_timeout=judge_cfg["startup_timeout"],
+                log_path=server_log,
+                served_name=model,
+            ) as srv:
+                settings = judge_settings(judge_cfg, seed=seed, base_url=srv.base_url, model=model)
+                judged = judge_items(items, settings, cache)
+        elif judged is None:
+            settings = judge_settings(
+                judge_cfg, seed=seed, base_url=judge_cfg["base_url"], model=model
+            )
+            judged = judge_items(items, settings, cache)
     finally:
         if cache is not None:
             cache.close()
-    if settings.base_url.startswith("http://127.0.0.1"):
-        report["base_url"] = "http://127.0.0.1:<port>/v1 (local server)"
-        report["settings"]["base_url"] = report["base_url"]
+    judgements, report = judged
+    if local:  # the port changes from run to run
+        report["base_url"] = LOCAL_URL
+        report["settings"]["base_url"] = LOCAL_URL
     report["server"] = judge_cfg["server"]
     write_text(judgements_out, csv_text(pd.DataFrame(judgements)))
     write_json(report_out, report)
@@ -200,7 +213,7 @@ def export_annotation(
         seed=derive_seed(seed, "validation-assignment"),
     )
     human_mod.export_label_studio(items, dims, tasks_out, config_out)
-    human_mod.exportcsv_text(items, assignment, csv_out)
+    human_mod.export_csv(items, assignment, csv_out)
     write_text(
         guide_out,
         human_mod.annotator_guide(
@@ -223,6 +236,7 @@ def human_labels(
     simulated_out,
     annotations_out,
     labels_out,
+    adjudication_out,
     agreement_out,
     report_out,
 ) -> dict:
@@ -232,13 +246,13 @@ def human_labels(
 
     items = read_jsonl(human_items_path)
     dims = [DIMENSIONS.get(n) for n in dimensions]
-    assignment = pd.readcsv_text(assignment_path, dtype=str)
+    assignment = pd.read_csv(assignment_path, dtype=str)
     source = human_cfg["source"]
     files = list(human_cfg["files"])
     if source == "simulated":
         from personalir.validation import simulate
 
-        judgements = pd.readcsv_text(judgements_path, dtype=str, keep_default_na=False)
+        judgements = pd.read_csv(judgements_path, dtype=str, keep_default_na=False)
         judgements = judgements[judgements["status"] == "ok"][["item_id", "dimension", "label"]]
         sim = human_cfg["simulated"]
         frame = simulate.simulate_annotations(
@@ -252,7 +266,7 @@ def human_labels(
             nominal_agreement=sim["nominal_agreement"],
             seed=derive_seed(seed, "validation-simulated-annotators"),
         )
-        simulate.write_annotationscsv_text(frame, simulated_out)
+        simulate.write_annotations_csv(frame, simulated_out)
         files = [str(simulated_out)]
     else:
         write_text(simulated_out, "")  # nothing simulated: an empty placeholder
@@ -272,8 +286,9 @@ def human_labels(
             lambda s: s.replace(str(simulated_out), Path(simulated_out).name)
         )
     write_text(annotations_out, csv_text(annotations))
-    labels = human_mod.adjudicate(annotations, assignment, dims)
+    labels = human_mod.adjudicate(annotations, assignment, dims, items=items)
     write_text(labels_out, csv_text(labels))
+    to_adjudicate = human_mod.adjudication_rows(items, assignment, labels, adjudication_out)
     rows = []
     for dim in dims:
         result = agreement_mod.agreement(
@@ -296,6 +311,8 @@ def human_labels(
         "primaries": human_cfg["primaries"],
         "items": len(items),
         "label_status": {k: int(v) for k, v in sorted(status.items())},
+        "skipped_empty_rows": int(sum(f.attrs.get("skipped_empty", 0) for f in imported)),
+        "awaiting_adjudication": to_adjudicate,
     }
     write_json(report_out, report)
     return report

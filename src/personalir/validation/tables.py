@@ -270,7 +270,7 @@ def make_tables(
     key = pd.DataFrame(read_jsonl(key_path))
     judge_report = read_json(judge_report_path)
     human_report = read_json(human_report_path)
-    judgements = pd.readcsv_text(judgements_path, dtype=str, keep_default_na=False)
+    judgements = pd.read_csv(judgements_path, dtype=str, keep_default_na=False)
     llm_labels = judgements[judgements["status"] == "ok"][["item_id", "dimension", "label"]]
     boot = params["agreement"]
     llm = measures(
@@ -284,7 +284,7 @@ def make_tables(
     human = None
     human_labels = None
     if has_human:
-        human_labels = pd.readcsv_text(human_labels_path, dtype=str, keep_default_na=False)
+        human_labels = pd.read_csv(human_labels_path, dtype=str, keep_default_na=False)
         human_labels = human_labels[human_labels["status"].isin(["agreed", "adjudicated"])]
         human = measures(
             human_labels,
@@ -295,7 +295,7 @@ def make_tables(
         )
     paper = paper_validation(paper_results)
     ratings = ratings_frame(llm, human, paper)
-    agreement = pd.readcsv_text(agreement_path) if has_human else None
+    agreement = pd.read_csv(agreement_path) if has_human else None
     agree = agreement_frame(agreement, paper)
     source = human_report["source"] if has_human else "none"
     write_text(ratings_csv, csv_text(ratings))
