@@ -32,6 +32,7 @@ def main() -> None:
         simulated_out=args.simulated,
         annotations_out=args.annotations,
         labels_out=args.labels,
+        adjudication_out=args.adjudication,
         agreement_out=args.agreement,
         report_out=args.report,
     )

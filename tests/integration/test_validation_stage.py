@@ -21,7 +21,8 @@ import pandas as pd
 import pytest
 
 from personalir.common.config import REPO_ROOT
-from personalir.common.io import write_parquet
+from personalir.common.io import write_json, write_parquet
+from personalir.common.provenance import provenance_record
 
 from .workflow import copy_workflow, snakemake
 
@@ -130,6 +131,19 @@ def _upstream(results: Path) -> None:
         results / "data" / DOMAIN / "user_sentences.parquet", pa.Table.from_pylist(sentences)
     )
     write_parquet(results / "errors" / DOMAIN / "edits.parquet", pa.Table.from_pylist(edits))
+    # Each folder's provenance record, as the workflow writes it, so the pre-run integrity
+    # guard can verify the files the validation rules read.
+    made = {
+        "queries": ("benchmark.jsonl", "queries_select"),
+        "data": ("user_sentences.parquet", "user_sentences"),
+        "errors": ("edits.parquet", "errors_edits"),
+    }
+    for stage, (name, rule) in made.items():
+        folder = results / stage / DOMAIN
+        record = provenance_record(
+            folder, {name: rule}, config_hash="test", label="test", models={}
+        )
+        write_json(folder / "provenance.json", record)
 
 
 @pytest.fixture(scope="module")
