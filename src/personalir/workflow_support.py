@@ -57,6 +57,7 @@ CATALOGUE_STAGES = (
     ("retrieval.enabled", "retrieval"),
     ("ttp.enabled", "TTP (with ttp.source: sample_world)"),
     ("paper.build_pdf", "the paper PDF"),
+    ("validation.enabled", "validation (it judges the PQB queries)"),
 )
 
 
