@@ -4,7 +4,7 @@ Measures, on the stage's own outputs (run the workflow first, or pass --results)
 
 * SFT: steps/s and tokens/s of ``--steps`` LoRA steps of the configured model and batch,
   on the SFT records of the first example set (a fresh adapter; nothing is saved);
-* item encoding: items/s of ``item text<emb>`` embeddings;
+* item encoding: items/s of ``item text<embed>`` embeddings;
 * query encoding: queries/s of generate-then-embed in one KV-cached pass (what the TTP
   retriever runs), and of the embedding pass alone (prompt + a given rewrite);
 * the stage's share of an end-to-end run: from a Snakemake log (``--snakemake-log``, e.g.

@@ -10,12 +10,14 @@ from personalir.ttp import workflow as ttp_wf
 TTP = config["ttp"]
 TTP_SETS = ttp_wf.example_sets(config)
 TTP_METHODS = TTP["methods"]
+TTP_RL_VARIANTS = ttp_wf.rl_variants(config)
 
 
 wildcard_constraints:
     ttp_set="|".join(TTP_SETS),
     method="|".join(TTP_METHODS),
     variant="dense|history_aware",
+    rl_variant="|".join(TTP_RL_VARIANTS) or "(?!)",
 
 
 rule ttp_examples:
@@ -129,6 +131,65 @@ rule ttp_sft:
         " --report {output.report} > {log} 2>&1"
 
 
+rule ttp_rl:
+    """GRPO (TRL) of one RL variant from the SFT adapter: rewards, KL, dynamic positives."""
+    input:
+        backbone=results("ttp", "backbone", "config.json"),
+        backbone_weights=results("ttp", "backbone", "model.safetensors"),
+        adapter=results("ttp", "sft", "adapter", "adapter_config.json"),
+        adapter_weights=results("ttp", "sft", "adapter", "adapter_model.safetensors"),
+        sft=expand(results("ttp", "{ttp_set}", "sft.jsonl"), ttp_set=TTP_SETS),
+        corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
+    output:
+        adapter=results("ttp", "rl", "{rl_variant}", "adapter", "adapter_config.json"),
+        # ~20 MB like the SFT adapter's: temporary, not recorded by DVC.
+        adapter_weights=temp(
+            results("ttp", "rl", "{rl_variant}", "adapter", "adapter_model.safetensors")
+        ),
+        log=results("ttp", "rl", "{rl_variant}", "log.json"),
+        report=results("ttp", "rl", "{rl_variant}.report.json"),
+    params:
+        ttp=params_json("ttp", keys=("backbone", "rl", "sft", "items", "inference")),
+        seed=config["seed"],
+    log:
+        logs("ttp", "rl_{rl_variant}.log"),
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    threads: ttp_wf.rl_threads(config)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_rl.py --variant {wildcards.rl_variant}"
+        " --backbone $(dirname {input.backbone}) --sft-adapter $(dirname {input.adapter})"
+        " --sft {input.sft} --items {input.corpus} --seed {params.seed} --threads {threads}"
+        " --params {params.ttp:q} --adapter {output.adapter}"
+        " --adapter-weights {output.adapter_weights} --log {output.log}"
+        " --report {output.report} > {log} 2>&1"
+
+
+rule ttp_rl_figure:
+    """Reward components and KL per GRPO step of every RL variant (plotting only)."""
+    input:
+        logs=expand(results("ttp", "rl", "{rl_variant}", "log.json"), rl_variant=TTP_RL_VARIANTS),
+    output:
+        pdf=generated("ttp_rl_curves.pdf"),
+    params:
+        label=config["label"],
+        variants=TTP_RL_VARIANTS,
+    log:
+        logs("ttp", "rl_figure.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_rl_figure.py --logs {input.logs}"
+        " --variants {params.variants} --label {params.label:q} --output {output.pdf} > {log} 2>&1"
+
+
 rule ttp_dense_ft:
     """Contrastive fine-tuning of a dense baseline's bi-encoder on the training pairs."""
     input:
@@ -231,6 +292,7 @@ rule ttp_table:
     input:
         summary=results("ttp", "summary.parquet"),
         acceptance=results("ttp", "acceptance.json"),
+        paper=TTP["paper_reference"] or [],
     output:
         csv=results("ttp", "table4.csv"),
         tex=generated("ttp_table4.tex"),
@@ -249,6 +311,66 @@ rule ttp_table:
         "python -u workflow_scripts/ttp_table.py --summary {input.summary}"
         " --acceptance {input.acceptance} --params {params.ttp:q} --label {params.label:q}"
         " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+
+
+rule ttp_ablations:
+    """Tables 6 and 7, Figure 5 (Recall@20, paired bootstrap) and the ablation claims."""
+    input:
+        per_query=results("ttp", "per_query.parquet"),
+        paper_results="config/paper_results/ttp.yaml",
+    output:
+        table6=results("ttp", "ablations", "table6.parquet"),
+        table7=results("ttp", "ablations", "table7.parquet"),
+        figure5=results("ttp", "ablations", "figure5.parquet"),
+        claims=results("ttp", "ablations", "claims.json"),
+    params:
+        ttp=params_json("ttp", keys=("evaluation",)),
+        seed=config["seed"],
+    log:
+        logs("ttp", "ablations.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_ablations.py --per-query {input.per_query}"
+        " --paper-results {input.paper_results} --params {params.ttp:q} --seed {params.seed}"
+        " --out-dir $(dirname {output.claims}) > {log} 2>&1"
+
+
+rule ttp_ablation_tables:
+    """Tables 6 and 7 (CSV, LaTeX), Figure 5 (CSV, PDF) and the claims (Markdown, LaTeX)."""
+    input:
+        table6=results("ttp", "ablations", "table6.parquet"),
+        table7=results("ttp", "ablations", "table7.parquet"),
+        figure5=results("ttp", "ablations", "figure5.parquet"),
+        claims=results("ttp", "ablations", "claims.json"),
+    output:
+        table6=results("ttp", "table6.csv"),
+        table7=results("ttp", "table7.csv"),
+        figure5=results("ttp", "figure5.csv"),
+        claims=results("ttp", "claims_ablation.md"),
+        table6_tex=generated("ttp_table6.tex"),
+        table7_tex=generated("ttp_table7.tex"),
+        claims_tex=generated("ttp_ablation_claims.tex"),
+        figure=generated("ttp_figure5.pdf"),
+    params:
+        label=config["label"],
+    log:
+        logs("ttp", "ablation_tables.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_ablation_tables.py"
+        " --ablation-dir $(dirname {input.claims}) --label {params.label:q}"
+        " --tex-dir $(dirname {output.table6_tex}) --csv-dir $(dirname {output.table6})"
+        " --figure {output.figure} > {log} 2>&1"
 
 
 rule ttp_loss_figure:
@@ -301,5 +423,19 @@ if TTP["enabled"]:
             generated("ttp_table4.tex"),
             generated("ttp_sft_loss.pdf"),
             results("ttp", "acceptance.txt"),
+        ]
+    )
+    if TTP_RL_VARIANTS:
+        FINAL_TARGETS.append(generated("ttp_rl_curves.pdf"))
+    FINAL_TARGETS.extend(
+        [
+            results("ttp", "table6.csv"),
+            results("ttp", "table7.csv"),
+            results("ttp", "figure5.csv"),
+            results("ttp", "claims_ablation.md"),
+            generated("ttp_table6.tex"),
+            generated("ttp_table7.tex"),
+            generated("ttp_ablation_claims.tex"),
+            generated("ttp_figure5.pdf"),
         ]
     )

@@ -1,4 +1,4 @@
-"""Rule ttp_backbone: load, truncate, add <think> </think> <emb> (mean init), save."""
+"""Rule ttp_backbone: load, truncate, add <think> </think> <embed> (mean init), save."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import (

@@ -33,7 +33,11 @@ ttp:
   inference: {max_new_tokens: 4}
   dense: {epochs: 0.3, batch_size: 8}
   hyde: {max_new_tokens: 4}
-  methods: [bm25, dense, p_prf, hyde, history_aware, decoupled, ttp]
+  rl: {group_size: 2, prompts_per_step: 2, max_steps: 2, max_completion_tokens: 4,
+       checkpoint_every: 1, reward: {length_limit: 3},
+       variants: {full: {}, unfrozen_reward: {scorer: policy}}}
+  methods: [bm25, dense, p_prf, hyde, history_aware, decoupled, ttp, ttp_rl,
+            ttp_rl_no_intent_q, ttp_rl_unfrozen_reward]
   evaluation: {bootstrap_samples: 100, check: false}
 """
 TARGETS = [
@@ -41,6 +45,9 @@ TARGETS = [
     "results/paper/generated/ttp_table4.tex",
     "results/paper/generated/ttp_sft_loss.pdf",
     "results/ttp/acceptance.txt",
+    "results/paper/generated/ttp_rl_curves.pdf",
+    "results/ttp/table7.csv",
+    "results/ttp/claims_ablation.md",
 ]
 
 
@@ -83,7 +90,35 @@ def test_stage_outputs(ttp_run):
         lines = (res / f"ttp/Musical_Instruments/runs/{method}.trec").read_text().splitlines()
         assert {line.split()[0] for line in lines} == {e["example_id"] for e in test}
     table = pd.read_csv(res / "ttp/table4.csv")
-    assert list(table["Method"])[-1] == "TTP (SFT)" and "Broad nDCG@20" in table.columns
+    assert list(table["Method"])[-2:] == ["TTP (SFT)", "TTP (SFT+RL)"]
+    assert "Broad Recall@20" in table.columns and "Broad MRR@100 paper" in table.columns
+    # GRPO: two variants trained (only those a configured method needs), both logged per
+    # step; their adapters' weights are temporary like the SFT adapter's.
+    for variant in ("full", "unfrozen_reward"):
+        report = json.loads((res / f"ttp/rl/{variant}.report.json").read_text())
+        assert report["steps"] == 2 and report["rl_prompts"] >= 2
+        log = json.loads((res / f"ttp/rl/{variant}/log.json").read_text())
+        assert [h["step"] for h in log] == [1, 2]
+        assert {"rewards/format/mean", "rewards/retrieval/mean", "kl"} <= set(log[0])
+        assert not (res / f"ttp/rl/{variant}/adapter/adapter_model.safetensors").exists()
+    assert json.loads((res / "ttp/rl/unfrozen_reward.report.json").read_text())["scorer"] == (
+        "policy"
+    )
+    assert not (res / "ttp/rl/no_margin_gain.report.json").exists()
+    for method in ("ttp_rl", "ttp_rl_no_intent_q", "ttp_rl_unfrozen_reward"):
+        assert (res / f"ttp/Musical_Instruments/runs/{method}.trec").read_text()
+    no_q = json.loads(
+        (res / "ttp/Musical_Instruments/runs/ttp_rl_no_intent_q.info.json").read_text()
+    )
+    # w/o Intent-Q: no generation, the query itself in the rewrite's place
+    queries = {e["example_id"]: e["query"] for e in test}
+    for qid, r in no_q["rewrites"].items():
+        assert r["rewrite"] == queries[qid]
+        assert r["generated"] == f"<think>{queries[qid]}</think><embed>"
+    t7 = pd.read_csv(res / "ttp/table7.csv")
+    assert set(t7["method"]) == {"ttp", "ttp_rl", "ttp_rl_unfrozen_reward"}
+    claims = (res / "ttp/claims_ablation.md").read_text()
+    assert "not applicable" in claims  # e.g. no_margin_gain is not configured
     tex = (work / "results/paper/generated/ttp_table4.tex").read_text()
     assert r"\begin{tabular}" in tex and "History-Aware" in tex
     assert (work / "results/paper/generated/ttp_sft_loss.pdf").read_bytes()[:5] == b"%PDF-"

@@ -67,9 +67,22 @@ def ctx():
     )
 
 
+TTP_VARIANTS = {
+    # method: (adapter, intent_q, Table 4 row)
+    "ttp": ("sft", True, True),
+    "ttp_no_intent_q": ("sft", False, False),
+    "ttp_rl": ("rl:full", True, True),
+    "ttp_rl_no_intent_q": ("rl:full", False, False),
+    "ttp_rl_no_dynamic_selection": ("rl:no_dynamic_selection", True, False),
+    "ttp_rl_unfrozen_reward": ("rl:unfrozen_reward", True, False),
+    "ttp_rl_no_positive_gain": ("rl:no_positive_gain", True, False),
+    "ttp_rl_no_margin_gain": ("rl:no_margin_gain", True, False),
+}
+
+
 def test_registry_lists_every_method():
     assert PERSONAL_RETRIEVERS.names() == sorted(
-        ["bm25", "dense", "p_prf", "hyde", "history_aware", "decoupled", "ttp"]
+        ["bm25", "dense", "p_prf", "hyde", "history_aware", "decoupled", *TTP_VARIANTS]
     )
     uses = {m: PERSONAL_RETRIEVERS.get(m).uses_history for m in PERSONAL_RETRIEVERS.names()}
     assert uses == {
@@ -79,8 +92,21 @@ def test_registry_lists_every_method():
         "p_prf": True,
         "history_aware": True,
         "decoupled": True,
-        "ttp": True,
+        **dict.fromkeys(TTP_VARIANTS, True),
     }
+
+
+def test_ttp_variants_name_their_adapter_and_retrieval():
+    from personalir.ttp.workflow import adapter_dir
+
+    for name, (adapter, intent_q, row) in TTP_VARIANTS.items():
+        cls = PERSONAL_RETRIEVERS.get(name)
+        assert (cls.adapter, cls.intent_q, cls.table4_row) == (adapter, intent_q, row), name
+        assert cls.model_roles == ("ttp_backbone", "ttp_adapter")
+    assert adapter_dir("res", "sft") == "res/ttp/sft/adapter"
+    assert adapter_dir("res", "rl:full") == "res/ttp/rl/full/adapter"
+    with pytest.raises(ValueError, match="unknown TTP adapter"):
+        adapter_dir("res", "grpo")
 
 
 def test_bm25_and_dense_rank_the_matching_product_first(ctx):
@@ -102,7 +128,11 @@ def test_history_moves_the_broad_query_to_the_history_brand(ctx):
     assert capos["p_prf"][0] == "P1"
     assert capos["p_prf"].index("P1") <= capos["dense"].index("P1")
     text = history_aware_text("guitar capo", ["title: Kestrel leather guitar strap"])
-    assert text.startswith("guitar capo [SEP] history: ")
+    assert text == "history: title: Kestrel leather guitar strap [SEP] query: guitar capo"
+    # a long history loses its oldest items first; the query is never cut
+    cut = history_aware_text("capo", ["old a b c d", "new e f"], max_history_words=4)
+    assert cut == "history: new e f [SEP] query: capo"
+    assert history_aware_text("capo", ["a b c d e"], max_history_words=2).endswith("query: capo")
     assert build_retriever("history_aware", ctx).rank(exs)["q1"][0][0] in {"P1", "P4"}
 
 

@@ -1,5 +1,5 @@
 """The paper-scale path on a tiny random Qwen2: special tokens, mean init, untied head, LoRA
-on every projection, <emb> pooling, the SFT loss (token CE + InfoNCE), resumable training."""
+on every projection, <embed> pooling, the SFT loss (token CE + InfoNCE), resumable training."""
 
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def test_emb_pooling_is_normalised_and_independent_of_padding(backbone_dir):
     assert ids[-1] == enc.emb_id and n_target == len(enc._ids(target_text("red capo")))
     items = enc.encode_items(["title: a very long item " * 10, "title: b"])
     assert items.shape == (2, 32)
-    with pytest.raises(ValueError, match="<emb>"):
+    with pytest.raises(ValueError, match="<embed>"):
         enc.pool(torch.zeros(1, 2, 32), torch.tensor([[1, 2]]))
 
 
@@ -159,8 +159,8 @@ def test_grammar_allows_emb_only_after_think_close(backbone_dir):
 
 
 def test_parse_generated():
-    assert parse_generated("<think>Kestrel  capo</think><emb>") == ("Kestrel capo", True)
-    assert parse_generated("Kestrel capo<emb>") == ("Kestrel capo", False)
+    assert parse_generated("<think>Kestrel  capo</think><embed>") == ("Kestrel capo", True)
+    assert parse_generated("Kestrel capo<embed>") == ("Kestrel capo", False)
 
 
 def _world():
@@ -326,11 +326,11 @@ def test_generate_and_embed_equals_encoding_the_generated_sequence(backbone_dir)
     prompts = [query_prompt(tok, ["title: red capo"], "capo"), query_prompt(tok, [], "strap")]
     texts, embs, flags = enc.generate_and_embed(prompts, 5)
     assert len(texts) == 2 and embs.shape == (2, 32) and len(flags) == 2
-    assert all(t.startswith("<think>") and t.endswith("</think><emb>") for t in texts)
+    assert all(t.startswith("<think>") and t.endswith("</think><embed>") for t in texts)
     close_id = enc.think_ids[1]
     for prompt, ids, emb in zip(prompts, enc.last_generated_ids, embs, strict=True):
         assert ids[-1] == enc.emb_id
-        # the grammar: a non-empty rewrite, one </think>, then <emb> and nothing else
+        # the grammar: a non-empty rewrite, one </think>, then <embed> and nothing else
         assert ids[0] != close_id and ids.count(close_id) == 1 and ids[-2] == close_id
         assert ids.count(enc.emb_id) == 1
         ref = enc.encode_ids([enc.prompt_ids(prompt) + ids])[0]

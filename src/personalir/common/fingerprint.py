@@ -72,13 +72,18 @@ STAGE_PATTERNS = {
         "retrieval/summary.csv",
         "retrieval/table_*.csv",
     ],
-    # Examples, SFT rows, every method's run file and Table 4 (the search log they start from
-    # is the sample world's, pinned with the data stage).
+    # Examples, SFT rows, every method's run file (the RL variants' and the ablations'
+    # included), Tables 4, 6, 7, Figure 5 and the ablation claims (the search log they start
+    # from is the sample world's, pinned with the data stage).
     "ttp": [
         "ttp/*/examples.jsonl",
         "ttp/*/sft.jsonl",
         "ttp/*/runs/*.trec",
         "ttp/table4.csv",
+        "ttp/table6.csv",
+        "ttp/table7.csv",
+        "ttp/figure5.csv",
+        "ttp/ablations/claims.json",
     ],
     # Blinded items and their key, the judge's labels, the annotator assignment, the
     # (simulated or imported) annotations, adjudicated labels, agreement and both tables.

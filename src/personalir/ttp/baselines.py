@@ -19,8 +19,8 @@ objects (query plus selected history), so it can use the user's history. Registe
                    query-only dense model embeds query and document, averaged.
 ``decoupled``      Decoupled-Stage: the fine-tuned TTP model's rewrite (generated, frozen) is
                    the query of the separate query-only dense retriever.
-``ttp``            the TTP model itself: generate ``<think>rewrite</think><emb>``, embed at
-                   ``<emb>``, exact inner-product search over the items embedded by the same
+``ttp``            the TTP model itself: generate ``<think>rewrite</think><embed>``, embed at
+                   ``<embed>``, exact inner-product search over the items embedded by the same
                    model.
 
 :class:`PQBPersonalRetriever` adapts any of them to the retrieval stage's ``Retriever``
@@ -165,19 +165,42 @@ class DenseQueryOnly(PersonalRetriever):
         return rank_texts(r, examples, [ex.query for ex in examples], self.ctx.depth)
 
 
-def history_aware_text(query: str, history_texts: Sequence[str]) -> str:
-    """Query first, then the selected history (most recent last); truncation keeps the query."""
-    return query + " [SEP] history: " + " | ".join(history_texts)
+def history_aware_text(
+    query: str, history_texts: Sequence[str], max_history_words: int | None = None
+) -> str:
+    """The serialised history prepended to the query, as the paper builds History-Aware:
+    ``history: h1 | h2 | ... [SEP] query: q`` (oldest first). The encoder truncates from the
+    end, so with ``max_history_words`` the oldest items are dropped first until the history
+    has at most that many words, and the query is never cut."""
+    kept = list(history_texts)
+    if max_history_words is not None:
+        while kept and sum(len(t.split()) for t in kept) > max_history_words:
+            kept.pop(0)
+    return "history: " + " | ".join(kept) + " [SEP] query: " + query
+
+
+def history_word_budget(max_length: int) -> int:
+    """Words of history that leave room for the query within ``max_length`` word pieces
+    (product titles take about 1.5 word pieces per word; half the budget is left over)."""
+    return max(1, max_length // 3)
 
 
 @PERSONAL_RETRIEVERS.register("history_aware")
 class HistoryAware(PersonalRetriever):
     name, label, uses_history = "history_aware", "History-Aware", True
-    model_roles = ("history_aware",)
+    model_roles, config_keys = ("history_aware",), ("dense",)
+    default_params = {"max_length": 128}
+
+    @classmethod
+    def params_from_config(cls, ttp):
+        return {"max_length": int(ttp["dense"]["max_length"])}
 
     def rank(self, examples):
         r = stage_retriever("dense", self.ctx.models["history_aware"], self.ctx)
-        texts = [history_aware_text(ex.query, self.ctx.history_texts(ex)) for ex in examples]
+        budget = history_word_budget(int(self.params["max_length"]))
+        texts = [
+            history_aware_text(ex.query, self.ctx.history_texts(ex), budget) for ex in examples
+        ]
         return rank_texts(r, examples, texts, self.ctx.depth)
 
 
@@ -323,11 +346,17 @@ class DecoupledStage(PersonalRetriever):
 
 @PERSONAL_RETRIEVERS.register("ttp")
 class TTPRetriever(PersonalRetriever):
-    """The TTP model: generate a rewrite, embed at ``<emb>``, exact search (see module doc)."""
+    """The TTP model: generate a rewrite, embed at ``<embed>``, exact search (see module doc)."""
 
     name, label, uses_history = "ttp", "TTP (SFT)", True
     model_roles, config_keys = ("ttp_backbone", "ttp_adapter"), ("inference", "sft")
     generates_text = True
+    # Which adapter ``ttp_adapter`` names: the SFT one, or an RL variant's (``rl:<variant>``).
+    adapter: ClassVar[str] = "sft"
+    # False: the original query replaces the generated rewrite (the paper's "w/o Intent-Q").
+    intent_q: ClassVar[bool] = True
+    # Whether the method is a row of Table 4 (the ablations are rows of Tables 6 and 7).
+    table4_row: ClassVar[bool] = True
 
     @classmethod
     def params_from_config(cls, ttp):
@@ -372,7 +401,7 @@ class TTPRetriever(PersonalRetriever):
     def rank(self, examples):
         import time
 
-        from personalir.ttp.prompts import parse_generated
+        from personalir.ttp.prompts import parse_generated, target_text
         from personalir.ttp.sft import SFTSettings, build_prompt
 
         if self.encoder is None:
@@ -388,10 +417,16 @@ class TTPRetriever(PersonalRetriever):
         items = enc.encode_items(self.ctx.item_texts())
         t1 = time.perf_counter()
         prompts = [build_prompt(ex, self.ctx.corpus, enc.tokenizer, settings) for ex in examples]
-        generated, queries, well_formed = enc.generate_and_embed(
-            prompts, int(self.params["max_new_tokens"])
-        )
-        parsed = [parse_generated(g)[0] for g in generated]
+        if self.intent_q:
+            generated, queries, well_formed = enc.generate_and_embed(
+                prompts, int(self.params["max_new_tokens"])
+            )
+            parsed = [parse_generated(g)[0] for g in generated]
+        else:  # no generation: the query itself in the rewrite's place
+            parsed = [ex.query for ex in examples]
+            queries = enc.encode_queries(prompts, parsed)
+            generated = [target_text(q) for q in parsed]
+            well_formed = [True] * len(parsed)
         t2 = time.perf_counter()
         self.info.update(
             rewrites={
@@ -406,6 +441,37 @@ class TTPRetriever(PersonalRetriever):
         return exact_search(
             [ex.example_id for ex in examples], queries, self.ctx.corpus.ids, items, self.ctx.depth
         )
+
+
+def _ttp_variant(name: str, label: str, adapter: str, intent_q: bool) -> type[TTPRetriever]:
+    cls = type(
+        f"TTP_{name}",
+        (TTPRetriever,),
+        {
+            "name": name,
+            "label": label,
+            "adapter": adapter,
+            "intent_q": intent_q,
+            "table4_row": name == "ttp_rl",
+            "__doc__": f"{label}: {TTPRetriever.__doc__}",
+        },
+    )
+    return PERSONAL_RETRIEVERS.register(name)(cls)
+
+
+# The paper's Table 6 and 7 rows: one registered method per RL variant of ``ttp.rl.variants``
+# (``ttp_rl`` is the ``full`` variant) and the two "w/o Intent-Q" retrievals.
+RL_METHOD_VARIANTS = {
+    "ttp_rl": ("full", "TTP (SFT+RL)"),
+    "ttp_rl_no_dynamic_selection": ("no_dynamic_selection", "RL w/o dynamic selection"),
+    "ttp_rl_unfrozen_reward": ("unfrozen_reward", "RL, unfrozen reward model"),
+    "ttp_rl_no_positive_gain": ("no_positive_gain", "RL w/o positive gain (alpha = 0)"),
+    "ttp_rl_no_margin_gain": ("no_margin_gain", "RL w/o margin gain (beta = 0)"),
+}
+for _name, (_variant, _label) in RL_METHOD_VARIANTS.items():
+    _ttp_variant(_name, _label, f"rl:{_variant}", True)
+_ttp_variant("ttp_no_intent_q", "TTP (SFT) w/o Intent-Q", "sft", False)
+_ttp_variant("ttp_rl_no_intent_q", "TTP (SFT+RL) w/o Intent-Q", "rl:full", False)
 
 
 def build_retriever(

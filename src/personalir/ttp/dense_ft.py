@@ -130,7 +130,7 @@ def fine_tune_dense(
 ) -> dict:
     import torch
 
-    from personalir.ttp.baselines import history_aware_text
+    from personalir.ttp.baselines import history_aware_text, history_word_budget
 
     torch.set_num_threads(threads)
     corpus = merge_corpora(items_paths)
@@ -142,7 +142,8 @@ def fine_tune_dense(
                 continue
             if variant == "history_aware":
                 hist = [corpus[i].text(fields, maxf) for i in ex.selected_history or []]
-                queries.append(history_aware_text(ex.query, hist))
+                budget = history_word_budget(int(ttp["dense"]["max_length"]))
+                queries.append(history_aware_text(ex.query, hist, budget))
             else:
                 queries.append(ex.query)
             items.append(corpus[ex.target].text(fields, maxf))

@@ -1,4 +1,4 @@
-"""The TTP model: a causal LM with ``<think>``, ``</think>``, ``<emb>``, LoRA, ``<emb>`` pooling.
+"""The TTP model: a causal LM with ``<think>``, ``</think>``, ``<embed>``, LoRA, its pooling.
 
 :func:`prepare_backbone` loads the configured causal LM (the packaged SmolLM2-135M-Instruct
 GGUF, dequantised, by default; ``Qwen/Qwen2.5-3B-Instruct`` at paper scale), optionally keeps
@@ -11,7 +11,7 @@ every later step loads it.
 :func:`attach_lora` puts LoRA on every attention and MLP projection and makes the new tokens'
 input and output rows trainable (peft's trainable tokens), nothing else.
 
-:class:`TTPEncoder` computes embeddings: the last layer's hidden state at the last ``<emb>``
+:class:`TTPEncoder` computes embeddings: the last layer's hidden state at the last ``<embed>``
 of each sequence, L2-normalised. Sequences are left-padded with explicit position ids, so a
 row's positions do not depend on its padding.
 
@@ -292,7 +292,7 @@ class TTPEncoder:
         return self._ids(prompt)[-(self.max_query_tokens - 1) :] + [self.think_ids[0]]
 
     def item_ids(self, item_text: str) -> list[int]:
-        """Item text cut to ``max_item_tokens - 1`` tokens, then ``<emb>``."""
+        """Item text cut to ``max_item_tokens - 1`` tokens, then ``<embed>``."""
         return self._ids(item_text)[: self.max_item_tokens - 1] + [self.emb_id]
 
     def pad_left(self, seqs: Sequence[Sequence[int]]):
@@ -383,7 +383,7 @@ class TTPEncoder:
 
         is_emb = input_ids == self.emb_id
         if not bool(is_emb.any(dim=1).all()):
-            raise ValueError("every sequence must contain <emb>")
+            raise ValueError("every sequence must contain <embed>")
         width = input_ids.shape[1]
         last = width - 1 - torch.argmax(is_emb.flip(1).to(torch.int8), dim=1)
         return last
@@ -421,13 +421,13 @@ class TTPEncoder:
     def generate_and_embed(
         self, prompts: Sequence[str], max_new_tokens: int
     ) -> tuple[list[str], np.ndarray, list[bool]]:
-        """Greedy ``<think>rewrite</think><emb>`` per prompt and the embedding at its ``<emb>``.
+        """Greedy ``<think>rewrite</think><embed>`` per prompt and the embedding at its ``<embed>``.
 
-        One pass with the KV cache: the hidden state of ``<emb>`` is taken when ``<emb>`` is
+        One pass with the KV cache: the hidden state of ``<embed>`` is taken when ``<embed>`` is
         fed back, so no second encoding of the sequence is needed. Decoding follows the
         target's grammar (:meth:`grammar_next`): the rewrite is not empty and holds no
-        ``<emb>``, and ``</think>`` is followed by ``<emb>``. A row that has not closed
-        ``</think>`` after ``max_new_tokens`` gets ``</think><emb>`` appended (counted as not
+        ``<embed>``, and ``</think>`` is followed by ``<embed>``. A row that has not closed
+        ``</think>`` after ``max_new_tokens`` gets ``</think><embed>`` appended (counted as not
         well formed). Returns (generated texts, embeddings, well-formed flags)."""
         import torch
 
@@ -513,10 +513,10 @@ class TTPEncoder:
         return texts, (np.concatenate(embs) if embs else np.zeros((0, dim), np.float32)), flags
 
     def grammar_next(self, logits, generated: Sequence[Sequence[int]]):
-        """Greedy next tokens under the target grammar ``<think>rewrite</think><emb>`` (the
-        prompt already ends with ``<think>``): inside the rewrite, ``<think>`` and ``<emb>`` are
+        """Greedy next tokens under the target grammar ``<think>rewrite</think><embed>`` (the
+        prompt already ends with ``<think>``): inside the rewrite, ``<think>`` and ``<embed>`` are
         not allowed and ``</think>`` not as the first token (training rewrites are never
-        empty; a neutral one repeats the query); after ``</think>`` only ``<emb>``."""
+        empty; a neutral one repeats the query); after ``</think>`` only ``<embed>``."""
         import torch
 
         open_id, close_id = self.think_ids
@@ -532,7 +532,7 @@ class TTPEncoder:
         return torch.argmax(logits, dim=-1)
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int) -> list[str]:
-        """Greedy continuations of query prompts, up to and including ``<emb>``."""
+        """Greedy continuations of query prompts, up to and including ``<embed>``."""
         import torch
 
         texts = []

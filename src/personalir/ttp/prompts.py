@@ -6,17 +6,17 @@ query prompt, a target and a passage are each made by exactly one function.
 Query side (chat template, generation prompt appended)::
 
     <user> {INSTRUCTION} User History Sequence: [1] {item} [2] {item} ... User Query: {query}
-    <assistant> <think>{rewrite}</think><emb>
+    <assistant> <think>{rewrite}</think><embed>
 
-Passage side (no chat template): ``{item text}<emb>``. The embedding of either side is the
-last layer's hidden state at the last ``<emb>``.
+Passage side (no chat template): ``{item text}<embed>``. The embedding of either side is the
+last layer's hidden state at the last ``<embed>``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-THINK_OPEN, THINK_CLOSE, EMB = "<think>", "</think>", "<emb>"
+THINK_OPEN, THINK_CLOSE, EMB = "<think>", "</think>", "<embed>"
 SPECIAL_TOKENS = (THINK_OPEN, THINK_CLOSE, EMB)
 INSTRUCTION = (
     "Given the user's purchase history and query, think about what the user wants, rewrite "
@@ -59,7 +59,7 @@ def passage_text(item_text: str) -> str:
 
 
 def parse_generated(text: str) -> tuple[str, bool]:
-    """(rewrite, well_formed) from generated text that should read ``<think>..</think><emb>``."""
+    """(rewrite, well_formed) from generated text that should read ``<think>..</think><embed>``."""
     body = text
     if THINK_OPEN in body:
         body = body.split(THINK_OPEN, 1)[1]

@@ -2,10 +2,10 @@
 
 Loss per batch of B examples (the paper's and the reference code's weights)::
 
-    L = token_weight * CE(<think>rewrite</think><emb> | prompt) + contrastive_weight * InfoNCE
+    L = token_weight * CE(<think>rewrite</think><embed> | prompt) + contrastive_weight * InfoNCE
 
-InfoNCE compares each query embedding (at the ``<emb>`` after the target) with the B item
-embeddings of the batch (``item text<emb>``, same model), temperature ``temperature``; an
+InfoNCE compares each query embedding (at the ``<embed>`` after the target) with the B item
+embeddings of the batch (``item text<embed>``, same model), temperature ``temperature``; an
 item that is the target of two rows of a batch is not counted as a negative for either.
 Both sides go through one ``torch.nn.Module`` forward (:class:`TTPLossModule`), so
 ``accelerate`` can wrap it for several GPUs at paper scale (in-batch negatives per device).

@@ -21,7 +21,28 @@ from personalir.common.io import atomic_open, write_text
 from personalir.common.latex import dataframe_to_latex
 
 TEST_SETS = ("General", "Broad", "LongTail", "All")
-TABLE_MEASURES = ("Recall@10", "nDCG@20", "MRR@100")
+TABLE_MEASURES = ("Recall@10", "Recall@20", "Recall@100", "MRR@100")
+# Our method names whose paper row has another key in the paper-results file's ``table4``.
+PAPER_KEYS = {"ttp": "ttp_sft", "ttp_rl": "ttp_sft_rl"}
+
+
+def table4_methods(methods: Sequence[str]) -> list[str]:
+    """The configured methods that are Table 4 rows (the ablations are Tables 6 and 7)."""
+    from personalir.ttp.baselines import PERSONAL_RETRIEVERS
+
+    return [m for m in methods if getattr(PERSONAL_RETRIEVERS.get(m), "table4_row", True)]
+
+
+def paper_table4(doc: Mapping | None) -> dict:
+    """Our method -> the paper's Table 4 values, from a paper-results file or a plain map."""
+    if not doc:
+        return {}
+    rows = doc.get("table4", doc)
+    out = dict(rows)
+    for ours, theirs in PAPER_KEYS.items():
+        if theirs in rows:
+            out[ours] = rows[theirs]
+    return out
 
 
 def table4(
@@ -108,7 +129,7 @@ def make_table(
     paper = None
     if ttp["paper_reference"]:
         paper = yaml.safe_load(Path(ttp["paper_reference"]).read_text(encoding="utf-8"))
-    table = table4(summary, list(ttp["methods"]), labels, paper=paper)
+    table = table4(summary, table4_methods(ttp["methods"]), labels, paper=paper_table4(paper))
     with atomic_open(csv_out) as fh:
         table.to_csv(fh, index=False, float_format="%.4f")
     caption = (

@@ -1,6 +1,6 @@
 """Rules ttp_backbone and ttp_sft: prepare the TTP backbone once, then LoRA-fine-tune it.
 
-:func:`prepare` saves the backbone with ``<think>``, ``</think>`` and ``<emb>`` added, so that
+:func:`prepare` saves the backbone with ``<think>``, ``</think>`` and ``<embed>`` added, so that
 SFT and the runs start from the same weights; :func:`run_sft` trains the adapter on every
 example set's teacher targets (:mod:`personalir.ttp.sft` holds the loop and checkpoints).
 Torch and the model code are imported inside the steps, so importing this module is cheap.
@@ -94,3 +94,129 @@ def run_sft(
     write_json(report_out, report)
     log(json.dumps({k: v for k, v in report.items() if k != "settings"}))
     return report
+
+
+def run_grpo(
+    *,
+    backbone: str | Path,
+    sft_adapter: str | Path,
+    sft_paths: Sequence[str | Path],
+    items_paths: Sequence[str | Path],
+    ttp: Mapping,
+    variant: str,
+    seed: int,
+    out_dir: str | Path,
+    report_out: str | Path,
+    log_out: str | Path,
+    threads: int,
+    log=print,
+) -> dict:
+    """Rule ttp_rl: GRPO of one variant from the SFT adapter (:mod:`personalir.ttp.grpo`).
+
+    Writes ``out_dir/adapter/`` (the RL adapter, loadable like the SFT one), the per-step
+    log of TRL's metrics (reward components, KL, losses, selection) and a report.
+    Checkpoints live in ``out_dir/checkpoints``; a rerun with the same run key resumes from
+    the latest, one with another key discards them."""
+    import shutil
+
+    import torch
+
+    from personalir.ttp import grpo, rl
+    from personalir.ttp.data import Example
+    from personalir.ttp.model import TTPEncoder
+    from personalir.ttp.sft import SFTSettings, build_prompt
+
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    section = grpo.variant_settings(ttp["rl"], variant)
+    settings = grpo.GRPOSettings.from_config(section)
+    seed = int(ttp["sft"].get("seed") or seed)
+    corpus = merge_corpora(items_paths)
+    records = []
+    for p in sft_paths:
+        with open(p, encoding="utf-8") as fh:
+            records += [json.loads(line) for line in fh]
+    chosen = grpo.rl_records(records, settings.data_share)
+    model, tok, info = rl.load_policy(str(backbone), str(sft_adapter), ttp["backbone"]["dtype"])
+    sft = SFTSettings.from_config(
+        {
+            **ttp["sft"],
+            "item_fields": item_fields(ttp),
+            "max_features": ttp["items"]["max_features"],
+        }
+    )
+    prompts = {
+        r["example_id"]: build_prompt(
+            Example.from_record(r, f"sft record {r['example_id']!r}"), corpus, tok, sft
+        )
+        for r in chosen
+    }
+    fields, feats = item_fields(ttp), ttp["items"]["max_features"]
+    item_texts = {r["target"]: corpus[r["target"]].text(fields, feats) for r in chosen}
+    encoder = TTPEncoder(
+        model,
+        tok,
+        max_query_tokens=sft.max_query_tokens,
+        max_item_tokens=sft.max_item_tokens,
+        batch_size=int(ttp["inference"]["batch_size"]),
+    )
+    out_dir = Path(out_dir)
+    ckpt = out_dir / "checkpoints"
+    key = grpo_run_key(section, chosen, seed, sft_adapter)
+    key_file = ckpt / "run_key.txt"
+    if ckpt.exists() and (not key_file.exists() or key_file.read_text().strip() != key):
+        shutil.rmtree(ckpt)
+        log(f"discarded checkpoints of another run in {ckpt}")
+    ckpt.mkdir(parents=True, exist_ok=True)
+    key_file.write_text(key + "\n")
+    t1 = time.perf_counter()
+    trainer, summary = rl.train_grpo(
+        model,
+        tok,
+        rl.build_dataset(chosen, prompts),
+        item_texts,
+        settings,
+        str(ckpt),
+        encoder=encoder,
+        seed=seed,
+        log=log,
+    )
+    t2 = time.perf_counter()
+    rl.save_rl_adapter(trainer.model, sft_adapter, out_dir / "adapter")
+    history = [h for h in trainer.state.log_history if "loss" in h and "step" in h]
+    write_json(log_out, history)
+    n_completion = sum(h.get("completions/mean_length", 0.0) for h in history)
+    report = {
+        "variant": variant,
+        "backbone": info.description,
+        "seed": seed,
+        "settings": section,
+        "records": len(records),
+        "rl_prompts": len(chosen),
+        "rl_prompt_ids": [r["example_id"] for r in chosen],
+        **summary,
+        "seconds_setup": round(t1 - t0, 3),
+        "seconds_train": round(t2 - t1, 3),
+        "steps_per_s": round(summary["steps"] / max(t2 - t1, 1e-9), 4),
+        "rollout_tokens_per_s": round(
+            n_completion * settings.prompts_per_step * settings.group_size / max(t2 - t1, 1e-9), 2
+        ),
+        "final": {k: history[-1][k] for k in ("reward", "kl") if history and k in history[-1]},
+    }
+    write_json(report_out, report)
+    log(json.dumps({k: v for k, v in report.items() if k not in ("settings", "selections")}))
+    return report
+
+
+def grpo_run_key(section: Mapping, records: Sequence[dict], seed: int, sft_adapter) -> str:
+    """What decides an RL run: its settings, seed, prompts, the SFT adapter and the code."""
+    import hashlib
+
+    h = hashlib.sha256()
+    h.update(json.dumps({"settings": section, "seed": seed}, sort_keys=True).encode())
+    for r in records:
+        h.update(r["example_id"].encode() + b"\0")
+    h.update((Path(sft_adapter) / "adapter_model.safetensors").read_bytes())
+    for name in ("grpo.py", "rewards.py", "model.py", "prompts.py"):
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()[:16]

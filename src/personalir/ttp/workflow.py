@@ -67,10 +67,51 @@ def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]
     if method_class(method).needs_rewrites:
         out["rewrites"] = f"{res}/ttp/{example_set}/runs/ttp.info.json"
     add_if_used("backbone", f"{res}/ttp/backbone", "config.json", "model.safetensors")
+    adapter = getattr(method_class(method), "adapter", "sft")
     add_if_used(
-        "adapter", f"{res}/ttp/sft/adapter", "adapter_config.json", "adapter_model.safetensors"
+        "adapter",
+        adapter_dir(res, adapter),
+        "adapter_config.json",
+        "adapter_model.safetensors",
     )
     return out
+
+
+def adapter_dir(results_dir: str, adapter: str) -> str:
+    """The folder of a TTP adapter: ``sft``, or ``rl:<variant>`` (an RL variant's)."""
+    if adapter == "sft":
+        return f"{results_dir}/ttp/sft/adapter"
+    kind, _, variant = adapter.partition(":")
+    if kind != "rl" or not variant:
+        raise ValueError(f"unknown TTP adapter {adapter!r} (sft or rl:<variant>)")
+    return f"{results_dir}/ttp/rl/{variant}/adapter"
+
+
+def rl_variants(config: Mapping) -> list[str]:
+    """The RL variants the workflow trains: those the configured methods evaluate (none when
+    ``ttp.rl.enabled`` is false; a method needing one then stops the workflow)."""
+    rl = config["ttp"]["rl"]
+    needed = []
+    for method in config["ttp"]["methods"]:
+        adapter = getattr(method_class(method), "adapter", "sft")
+        if adapter.startswith("rl:"):
+            needed.append(adapter.split(":", 1)[1])
+    needed = list(dict.fromkeys(needed))
+    if needed and not rl["enabled"] and config["ttp"].get("enabled", True):
+        raise ValueError(
+            f"ttp.methods need RL variants {needed} but ttp.rl.enabled is false: remove the "
+            "ttp_rl* methods or enable RL"
+        )
+    unknown = [v for v in needed if v not in (rl.get("variants") or {})]
+    if unknown and config["ttp"].get("enabled", True):
+        raise ValueError(
+            f"ttp.methods need RL variants {unknown} that ttp.rl.variants does not define"
+        )
+    return needed if rl["enabled"] else []
+
+
+def rl_threads(config: Mapping) -> int:
+    return int(config["ttp"]["rl"]["threads"] or sft_threads(config))
 
 
 def run_models(config: Mapping, method: str) -> dict[str, str]:
@@ -84,7 +125,7 @@ def run_models(config: Mapping, method: str) -> dict[str, str]:
             else config["ttp"]["hyde"]["generator"]
         ),
         "ttp_backbone": f"{res}/ttp/backbone",
-        "ttp_adapter": f"{res}/ttp/sft/adapter",
+        "ttp_adapter": adapter_dir(res, getattr(method_class(method), "adapter", "sft")),
     }
     return {role: models[role] for role in method_class(method).model_roles}
 

@@ -1,0 +1,269 @@
+"""Rule ttp_rl's model plumbing around :mod:`personalir.ttp.grpo`: the policy loaded from the
+SFT adapter (trainable) with a frozen copy (the reward's scorer), TRL's reference adapter
+synchronised with it, the RL prompts as a dataset, TRL's GRPO configuration, the training
+call, and the trained adapter saved in the SFT adapter's format."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import torch
+
+from personalir.ttp.grpo import (
+    FROZEN_ADAPTER,
+    GRPOSettings,
+    RetrievalScorer,
+    TTPRewards,
+    _grpo_trainer_class,
+)
+from personalir.ttp.model import TTPEncoder
+from personalir.ttp.prompts import THINK_OPEN
+
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+ADAPTER_CONFIG = "adapter_config.json"
+_HEAD_PREFIX = "base_model.model.lm_head."
+
+
+def _sft_adapter_parts(sft_adapter):
+    """(LoRA config without output-layer trainable tokens, adapter tensors without them, the
+    output layer's token ids and rows)."""
+    from peft import LoraConfig
+    from safetensors.torch import load_file
+
+    config = LoraConfig.from_pretrained(str(sft_adapter))
+    state = load_file(str(Path(sft_adapter) / ADAPTER_WEIGHTS))
+    head = {k: v for k, v in state.items() if k.startswith(_HEAD_PREFIX)}
+    tokens = dict(config.trainable_token_indices or {})
+    head_ids = tokens.pop("lm_head", None)
+    config.trainable_token_indices = tokens or None
+    config.inference_mode = False
+    rows = None
+    if head:
+        if len(head) != 1 or head_ids is None:
+            raise ValueError(f"{sft_adapter}: unexpected output-layer tensors {sorted(head)}")
+        rows = next(iter(head.values()))
+    return config, {k: v for k, v in state.items() if k not in head}, head_ids, rows
+
+
+def _load_adapter_state(model, state, adapter: str, source) -> None:
+    from peft import set_peft_model_state_dict
+
+    result = set_peft_model_state_dict(model, state, adapter_name=adapter)
+    missing = [k for k in result.missing_keys if f".{adapter}" in k]
+    if missing or result.unexpected_keys:
+        raise ValueError(
+            f"{source}: adapter tensors do not fit the model (missing {missing[:3]}, "
+            f"unexpected {list(result.unexpected_keys)[:3]})"
+        )
+
+
+def load_policy(backbone: str, sft_adapter: str, dtype: str = "float32"):
+    """(peft model, tokenizer, backbone info): the SFT adapter as the trainable ``default``
+    adapter and again, frozen, as :data:`FROZEN_ADAPTER` (the reward's scorer).
+
+    TRL computes log-probabilities from the output layer's ``weight`` directly, so peft's
+    trainable-token rows on the output layer would be ignored there. The SFT adapter's
+    output rows (for ``<think>``, ``</think>``, ``<embed>``) are therefore written into the
+    backbone's output layer (exactly what peft computes in the forward) and kept frozen
+    during RL; :func:`save_rl_adapter` puts them back into the saved adapter, which then
+    loads like the SFT one."""
+    from peft import get_peft_model
+
+    from personalir.ttp.model import load_backbone
+
+    model, tok, info = load_backbone(backbone, dtype)
+    config, state, head_ids, rows = _sft_adapter_parts(sft_adapter)
+    if rows is not None:
+        with torch.no_grad():
+            head = model.get_output_embeddings().weight
+            head[torch.tensor(head_ids)] = rows.to(head.dtype)
+    model = get_peft_model(model, config)
+    _load_adapter_state(model, state, "default", sft_adapter)
+    model.add_adapter(FROZEN_ADAPTER, config)
+    _load_adapter_state(model, state, FROZEN_ADAPTER, sft_adapter)
+    model.set_adapter("default")
+    for name, p in model.named_parameters():
+        if f".{FROZEN_ADAPTER}" in name:
+            p.requires_grad_(False)
+    return model, tok, info
+
+
+def save_rl_adapter(model, sft_adapter, out_dir) -> Path:
+    """The trained ``default`` adapter in the SFT adapter's format (its config, and the
+    output layer's token rows that stayed frozen), loadable by :func:`load_adapter`."""
+    import shutil
+
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    from personalir.common.io import atomic_path
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    state = {
+        k: v.detach().cpu().contiguous()
+        for k, v in get_peft_model_state_dict(model, adapter_name="default").items()
+    }
+    sft_state = load_file(str(Path(sft_adapter) / ADAPTER_WEIGHTS))
+    state.update({k: v for k, v in sft_state.items() if k.startswith(_HEAD_PREFIX)})
+    if set(state) != set(sft_state):
+        raise RuntimeError(
+            f"RL adapter tensors differ from the SFT adapter's: {set(state) ^ set(sft_state)}"
+        )
+    from safetensors.torch import save_file
+
+    with atomic_path(out / ADAPTER_WEIGHTS) as tmp:
+        save_file(state, str(tmp), metadata={"format": "pt"})
+    shutil.copyfile(Path(sft_adapter) / ADAPTER_CONFIG, out / ADAPTER_CONFIG)
+    return out
+
+
+def adapter_params(model, adapter: str) -> dict[str, torch.Tensor]:
+    """Parameters of one adapter, keyed with the adapter's name removed."""
+    out = {}
+    for name, p in model.named_parameters():
+        parts = name.split(".")
+        if adapter in parts:
+            parts.remove(adapter)
+            out[".".join(parts)] = p
+    return out
+
+
+def sync_reference(model, source: str = FROZEN_ADAPTER, reference: str = "ref") -> int:
+    """Make TRL's reference adapter an exact copy of the SFT adapter (TRL copies only the
+    parameters whose names contain ``.default.``, which misses peft's trainable-token rows).
+    Returns how many tensors had to be copied."""
+    if reference not in getattr(model, "peft_config", {}):
+        return 0
+    src, ref = adapter_params(model, source), adapter_params(model, reference)
+    missing = sorted(set(src) ^ set(ref))
+    if missing:
+        raise RuntimeError(f"reference and SFT adapters differ in parameters: {missing[:3]}")
+    copied = 0
+    with torch.no_grad():
+        for k, p in ref.items():
+            p.requires_grad_(False)
+            if not torch.equal(p, src[k]):
+                p.copy_(src[k])
+                copied += 1
+    return copied
+
+
+def build_dataset(records: Sequence[dict], prompts: Mapping[str, str]):
+    from datasets import Dataset
+
+    return Dataset.from_list(
+        [
+            {
+                "prompt": prompts[r["example_id"]] + THINK_OPEN,
+                "query_prompt": prompts[r["example_id"]],
+                "query": r["query"],
+                "target": r["target"],
+                "example_id": r["example_id"],
+            }
+            for r in records
+        ]
+    )
+
+
+def grpo_config(settings: GRPOSettings, out_dir: str, *, seed: int, steps: int):
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=out_dir,
+        per_device_train_batch_size=settings.prompts_per_step * settings.group_size,
+        num_generations=settings.group_size,
+        steps_per_generation=1,
+        gradient_accumulation_steps=1,
+        max_steps=steps,
+        learning_rate=settings.learning_rate,
+        lr_scheduler_type=settings.lr_scheduler,
+        warmup_steps=0,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        max_completion_length=settings.max_completion_tokens,
+        beta=settings.beta_kl,
+        epsilon=settings.epsilon,
+        loss_type=settings.loss_type,
+        reward_weights=list(settings.reward.weights),
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=settings.checkpoint_every,
+        save_total_limit=settings.keep_checkpoints,
+        report_to=[],
+        seed=seed,
+        data_seed=seed,
+        bf16=False,
+        fp16=False,
+        disable_tqdm=False,
+        dataloader_num_workers=0,
+        # TRL turns checkpointing on by default; the sample's model is small enough without.
+        gradient_checkpointing=settings.gradient_checkpointing,
+        log_completions=False,
+    )
+
+
+def total_steps(n_prompts: int, settings: GRPOSettings) -> int:
+    per_epoch = max(1, math.ceil(n_prompts / settings.prompts_per_step))
+    steps = max(1, math.ceil(settings.epochs * per_epoch))
+    return min(steps, settings.max_steps) if settings.max_steps else steps
+
+
+def train_grpo(
+    model,
+    tokenizer,
+    dataset,
+    item_texts: Mapping[str, str],
+    settings: GRPOSettings,
+    out_dir: str,
+    *,
+    encoder: TTPEncoder,
+    seed: int,
+    resume: bool = True,
+    log=print,
+) -> tuple[object, dict]:
+    """Run TRL's GRPO with the TTP rewards and the contrastive term. Returns (trainer,
+    summary). Checkpoints are TRL/transformers checkpoints under ``out_dir``; with
+    ``resume`` the latest is continued (the caller clears checkpoints of other runs)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from personalir.ttp.prompts import EMB
+
+    emb_id = tokenizer.convert_tokens_to_ids(EMB)
+    eos = [emb_id] + ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])
+    model.generation_config.eos_token_id = eos
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    scorer = RetrievalScorer(
+        model, encoder, item_texts, FROZEN_ADAPTER if settings.scorer == "frozen" else None
+    )
+    rewards = TTPRewards(tokenizer, scorer, settings.reward)
+    steps = total_steps(len(dataset), settings)
+    trainer_cls = _grpo_trainer_class()
+    trainer = trainer_cls(
+        model=model,
+        reward_funcs=rewards.functions(),
+        args=grpo_config(settings, out_dir, seed=seed, steps=steps),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        ttp_rewards=rewards,
+        encoder=encoder,
+        settings=settings,
+        item_texts=item_texts,
+        seed=seed,
+    )
+    copied = sync_reference(trainer.model)
+    last = get_last_checkpoint(out_dir) if resume else None
+    if last:
+        log(f"resuming GRPO from {last}")
+    trainer.train(resume_from_checkpoint=last)
+    return trainer, {
+        "steps": steps,
+        "prompts": len(dataset),
+        "resumed_from": str(last) if last else None,
+        "reference_tensors_synced": copied,
+        "scorer": settings.scorer,
+        "scorer_encoded": dict(scorer.encoded),
+        "selections": trainer.selections,
+    }

@@ -1,0 +1,233 @@
+"""TTP ablations (Tables 6, 7, Figure 5): set means, paired bootstrap, claims, outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from personalir.ttp import ablations as ab
+
+PAPER_PATH = Path(__file__).resolve().parents[2] / "config" / "paper_results" / "ttp.yaml"
+KW = {"samples": 200, "confidence": 0.95, "seed": 7}
+MEASURE_COLUMNS = ("Recall@10", "Recall@100", "MRR@100", "HR@20", "nDCG@20")
+
+
+def _frame(values: dict[str, dict[str, list[int]]]) -> pd.DataFrame:
+    """Per-query rows: method -> test set -> Recall@20 per query (query i of a set is the same
+    example for every method)."""
+    rows = []
+    for method, per_set in values.items():
+        for label, vals in per_set.items():
+            for i, v in enumerate(vals):
+                rows.append(
+                    {
+                        "method": method,
+                        "example_id": f"{label}-{i}",
+                        "domain": "D1" if i % 2 else "D2",
+                        "label": label,
+                        "misspelled": False,
+                        "rank": 1 if v else 0,
+                        "Recall@20": float(v),
+                        **{m: float(v) for m in MEASURE_COLUMNS},
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _uniform(g: list[int], b: list[int], lt: list[int]) -> dict[str, list[int]]:
+    return {"General": g, "Broad": b, "LongTail": lt}
+
+
+# Eight queries per set; each method's values are chosen so the claims' orderings are known.
+BASE = {
+    "dense": _uniform([1, 0, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0, 0], [0] * 8),
+    "decoupled": _uniform([1, 1, 0, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0] * 2),
+    "ttp_no_intent_q": _uniform([1, 1, 0, 0] * 2, [1, 1, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0] * 2),
+    "ttp": _uniform([1, 1, 1, 0] * 2, [1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 0, 0] * 2),
+    "ttp_rl_no_intent_q": _uniform([1, 1, 1, 0] * 2, [1, 1, 1, 1, 0, 0, 0, 0], [1, 1, 0, 0] * 2),
+    "ttp_rl": _uniform([1] * 8, [1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 0] * 2),
+    "ttp_rl_no_dynamic_selection": _uniform([1, 1, 0, 0] * 2, [1, 1, 0, 0] * 2, [1, 0] * 4),
+    "ttp_rl_unfrozen_reward": _uniform([1] + [0] * 7, [0] * 8, [0] * 8),
+    "ttp_rl_no_positive_gain": _uniform([1, 1, 1, 0] * 2, [1, 1, 1, 0] * 2, [1, 1, 0, 0] * 2),
+    "ttp_rl_no_margin_gain": _uniform([1] * 8, [1, 1, 1, 0] * 2, [1, 1, 1, 0] * 2),
+}
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return yaml.safe_load(PAPER_PATH.read_text(encoding="utf-8"))
+
+
+def _claims(frame, paper):
+    return {c["id"]: c for c in ab.evaluate_claims(frame, paper["claims"], **KW)}
+
+
+def test_set_means_and_unweighted_avg():
+    frame = _frame({"m": _uniform([1, 1, 0, 0], [1, 0, 0, 0, 0, 0, 0, 0], [1, 1, 1, 0])})
+    means = ab.set_means(frame, "m")
+    assert means == pytest.approx(
+        {"General": 0.5, "Broad": 0.125, "LongTail": 0.75, "Avg": (0.5 + 0.125 + 0.75) / 3}
+    )
+    # Pooled over domains: the domain column does not split the mean.
+    assert set(frame["domain"]) == {"D1", "D2"}
+    # A set without queries makes the Avg NaN rather than a two-set mean.
+    missing = ab.set_means(frame[frame["label"] != "Broad"], "m")
+    assert pd.isna(missing["Broad"]) and pd.isna(missing["Avg"])
+
+
+def test_paired_difference_golden_mean_and_ci():
+    frame = _frame(BASE)
+    d = ab.paired_avg_difference(frame, "ttp", "dense", measure="Recall@20", **KW)
+    golden = {"General": 6 / 8 - 1 / 8, "Broad": 3 / 8 - 1 / 8, "LongTail": 4 / 8}
+    for s, value in golden.items():
+        assert d[s]["difference"] == pytest.approx(value)
+        assert d[s]["queries"] == 8
+        assert d[s]["ci_low"] <= d[s]["difference"] <= d[s]["ci_high"]
+    assert d["Avg"]["difference"] == pytest.approx(sum(golden.values()) / 3)
+    assert d["Avg"]["ci_low"] <= d["Avg"]["difference"] <= d["Avg"]["ci_high"]
+    assert d["Avg"]["ci_low"] < d["Avg"]["ci_high"]
+    # Seeded: the same call gives the same CI.
+    assert ab.paired_avg_difference(frame, "ttp", "dense", measure="Recall@20", **KW) == d
+
+
+def test_paired_difference_uses_only_matched_queries():
+    frame = _frame({"a": _uniform([1, 1, 1, 1], [1], [1]), "b": _uniform([0, 0], [0], [0])})
+    d = ab.paired_avg_difference(frame, "a", "b", measure="Recall@20", **KW)
+    assert d["General"]["queries"] == 2
+    assert d["General"]["difference"] == pytest.approx(1.0)
+    assert d["Avg"]["queries"] == 4
+
+
+def test_ablation_rows_order_paper_values_and_reference(paper):
+    frame = _frame(BASE)
+    rows = ab.ablation_rows(frame, "table6", paper=paper, **KW)
+    assert list(rows["method"]) == list(ab.TABLE6)
+    ttp = rows.set_index("method").loc["ttp"]
+    assert ttp["General"] == pytest.approx(0.75)
+    assert ttp["diff_vs_sft"] == 0.0
+    assert ttp["General paper"] == paper["table6"]["rows"]["ttp_sft"]["General"]
+    dense = rows.set_index("method").loc["dense"]
+    assert dense["label"].startswith("Query-only dense")
+    assert dense["Avg paper"] == paper["table6"]["rows"]["qwen_embedding"]["Avg"]
+    expect = ab.set_means(frame, "dense")["Avg"] - ab.set_means(frame, "ttp")["Avg"]
+    assert dense["diff_vs_sft"] == pytest.approx(expect)
+    assert dense["diff_ci_low"] <= dense["diff_vs_sft"] <= dense["diff_ci_high"]
+    # A method missing from the frame is left out, not an error.
+    partial = ab.ablation_rows(frame[frame["method"] != "decoupled"], "table6", **KW)
+    assert "decoupled" not in set(partial["method"])
+    assert partial["General paper"].isna().all()  # no paper given
+    with pytest.raises(ValueError):
+        ab.ablation_rows(frame, "table8", **KW)
+
+
+def test_figure5_gains_in_points(paper):
+    fig = ab.figure5_rows(_frame(BASE), paper=paper, **KW)
+    assert len(fig) == 4 * 3
+    ttp_broad = fig[(fig["method"] == "ttp") & (fig["test_set"] == "Broad")].iloc[0]
+    assert ttp_broad["gain"] == pytest.approx(100 * (3 / 8 - 1 / 8))
+    assert ttp_broad["ci_low"] <= ttp_broad["gain"] <= ttp_broad["ci_high"]
+    assert ttp_broad["paper_gain"] == paper["figure5"]["Broad"]["ttp_sft"]
+    assert ab.figure5_rows(_frame({"ttp": BASE["ttp"]}), **KW).empty  # no baseline
+
+
+def test_claims_hold_on_constructed_data(paper):
+    claims = _claims(_frame(BASE), paper)
+    assert list(claims) == list(ab.CLAIM_IDS)  # only the ablation claims, in paper order
+    for c in claims.values():
+        assert c["status"] == "held", c
+        assert c["margin"] > 0
+        assert c["text"]
+    # intent_q_helps: SFT's differences are (2/8, 1/8, 2/8), RL's (2/8, 3/8, 2/8).
+    assert claims["intent_q_helps"]["margin"] == pytest.approx(100 * 1 / 8)
+    assert "ttp - ttp_no_intent_q on Broad" in claims["intent_q_helps"]["detail"]
+    grows = claims["intent_q_gain_grows_with_rl"]
+    assert grows["margin"] == pytest.approx(100 * (7 / 8 - 5 / 8) / 3)
+    assert grows["ci_low"] <= grows["margin"] <= grows["ci_high"]
+    # Avg: TTP (SFT) 13/24, no dynamic selection 12/24.
+    assert claims["random_selection_hurts"]["margin"] == pytest.approx(100 / 24)
+    # Avg: ttp_rl 21/24, no positive gain 16/24, no margin gain 20/24 -> min(5, 1, 4) / 24.
+    assert claims["both_reward_terms_help"]["margin"] == pytest.approx(100 / 24)
+    assert "ttp_rl_unfrozen_reward" in claims["unfrozen_rm_catastrophic"]["detail"]
+
+
+def test_intent_q_not_held_when_rl_rewrite_hurts(paper):
+    values = dict(BASE)
+    # ttp_rl below ttp_rl_no_intent_q on LongTail by 2/8.
+    values["ttp_rl"] = _uniform([1] * 8, [1, 1, 1, 1, 1, 1, 1, 0], [0, 0, 0, 0, 0, 0, 1, 1])
+    claim = _claims(_frame(values), paper)["intent_q_helps"]
+    assert claim["status"] == "not held"
+    assert claim["margin"] == pytest.approx(-100 * 2 / 8)
+    assert claim["ci_low"] <= claim["margin"] <= claim["ci_high"]
+    assert "LongTail" in claim["detail"]
+
+
+def test_unfrozen_not_worst_is_not_held(paper):
+    values = dict(BASE)
+    values["ttp_rl_no_dynamic_selection"] = _uniform([0] * 8, [0] * 8, [0] * 8)
+    claim = _claims(_frame(values), paper)["unfrozen_rm_catastrophic"]
+    assert claim["status"] == "not held"
+    assert claim["margin"] > 0  # still below SFT, but not the lowest row
+    assert "ttp_rl_no_dynamic_selection" in claim["detail"]
+
+
+def test_missing_methods_make_claims_not_applicable(paper):
+    frame = _frame({m: BASE[m] for m in ("dense", "decoupled", "ttp")})
+    claims = _claims(frame, paper)
+    assert {c["status"] for c in claims.values()} == {"not applicable"}
+    assert "ttp_rl" in claims["intent_q_helps"]["detail"]
+    assert pd.isna(claims["intent_q_helps"]["margin"])
+
+
+def test_run_ablations_and_outputs_write_every_file(tmp_path, paper):
+    from personalir.ttp.ablation_tables import make_ablation_outputs
+
+    frame = _frame({m: v for m, v in BASE.items() if m != "ttp_rl_no_margin_gain"})
+    per_query = tmp_path / "per_query.parquet"
+    frame.to_parquet(per_query)
+    out = tmp_path / "ablations"
+    summary = ab.run_ablations(
+        per_query_path=per_query,
+        paper_path=PAPER_PATH,
+        ttp_eval={"bootstrap_samples": 100, "confidence": 0.95},
+        seed=3,
+        out_dir=out,
+    )
+    assert summary["missing"]["table7"] == ["ttp_rl_no_margin_gain"]
+    assert summary["claims"]["both_reward_terms_help"] == "not applicable"
+    assert summary["claims"]["intent_q_helps"] == "held"
+    for name in ("table6.parquet", "table7.parquet", "figure5.parquet", "claims.json"):
+        assert (out / name).is_file()
+    claims = json.loads((out / "claims.json").read_text(encoding="utf-8"))
+    assert [c["id"] for c in claims] == list(ab.CLAIM_IDS)
+
+    tex, csv, pdf = tmp_path / "tex", tmp_path / "csv", tmp_path / "fig" / "figure5.pdf"
+    make_ablation_outputs(
+        ablation_dir=out, config_label="sample_world", tex_dir=tex, csv_dir=csv, figure_out=pdf
+    )
+    for path in (
+        csv / "table6.csv",
+        csv / "table7.csv",
+        csv / "figure5.csv",
+        csv / "claims_ablation.md",
+        tex / "ttp_table6.tex",
+        tex / "ttp_table7.tex",
+        tex / "ttp_ablation_claims.tex",
+        pdf,
+    ):
+        assert path.is_file() and path.stat().st_size > 0, path
+    table6 = (tex / "ttp_table6.tex").read_text(encoding="utf-8")
+    assert f"{paper['table6']['rows']['ttp_sft']['General']:.2f}" in table6
+    assert "75.0" in table6  # ours x100 for TTP (SFT) on General
+    assert "synthetic" in table6 and "Qwen-Embedding" in table6
+    assert r"sample\_world" in table6
+    table7 = (tex / "ttp_table7.tex").read_text(encoding="utf-8")
+    assert f"{paper['table7']['rows']['rl_unfrozen_reward_model']['Avg']:.2f}" in table7
+    assert "Not in this run" in table7
+    md = (csv / "claims_ablation.md").read_text(encoding="utf-8")
+    assert "`intent_q_helps` | held" in md and "not applicable" in md
+    assert pdf.read_bytes().startswith(b"%PDF")
+    assert b"CreationDate" not in pdf.read_bytes()
