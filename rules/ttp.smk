@@ -1,7 +1,7 @@
 # TTP stage (part 1): search log (written by the data stage's `sample_world` rule) -> examples
 # with selected histories -> teacher targets -> SFT of the TTP model; dense baselines'
-# fine-tuning; one run per (example set, method); evaluation with bootstrap CIs; Table 4
-# layout, loss-curve figure, acceptance check.
+# fine-tuning; GRPO per RL variant; one run per (example set, method); evaluation with
+# bootstrap CIs; Tables 4, 6, 7, Figure 5, the paper's claims; loss and reward curves.
 # SFT and the generating runs (TTP, HyDE) take the workflow's `threads` (they scale on two
 # cores); the other jobs take one core each and fill the gaps of the other stages' jobs.
 
@@ -250,7 +250,7 @@ rule ttp_run:
 
 
 rule ttp_evaluate:
-    """Measures per query (ir_measures), means with bootstrap CIs, the acceptance check."""
+    """Measures per query (ir_measures), means with bootstrap CIs, the methods' labels."""
     input:
         examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
         runs=expand(
@@ -267,7 +267,7 @@ rule ttp_evaluate:
     output:
         per_query=results("ttp", "per_query.parquet"),
         summary=results("ttp", "summary.parquet"),
-        acceptance=results("ttp", "acceptance.json"),
+        labels=results("ttp", "labels.json"),
     params:
         ttp=params_json("ttp", keys=("evaluation",)),
         seed=config["seed"],
@@ -284,14 +284,14 @@ rule ttp_evaluate:
         "python -u workflow_scripts/ttp_evaluate.py --examples {input.examples}"
         " --runs {params.runs} --infos {input.infos} --seed {params.seed}"
         " --params {params.ttp:q} --per-query {output.per_query} --summary {output.summary}"
-        " --acceptance {output.acceptance} > {log} 2>&1"
+        " --labels {output.labels} > {log} 2>&1"
 
 
 rule ttp_table:
     """The paper's Table 4 layout (methods x General/Broad/LongTail) as CSV and LaTeX."""
     input:
         summary=results("ttp", "summary.parquet"),
-        acceptance=results("ttp", "acceptance.json"),
+        labels=results("ttp", "labels.json"),
         paper=TTP["paper_reference"] or [],
     output:
         csv=results("ttp", "table4.csv"),
@@ -309,12 +309,12 @@ rule ttp_table:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_table.py --summary {input.summary}"
-        " --acceptance {input.acceptance} --params {params.ttp:q} --label {params.label:q}"
+        " --labels {input.labels} --params {params.ttp:q} --label {params.label:q}"
         " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
 
 
 rule ttp_ablations:
-    """Tables 6 and 7, Figure 5 (Recall@20, paired bootstrap) and the ablation claims."""
+    """Tables 6 and 7, Figure 5 (Recall@20, paired bootstrap) and the paper's TTP claims."""
     input:
         per_query=results("ttp", "per_query.parquet"),
         paper_results="config/paper_results/ttp.yaml",
@@ -351,10 +351,10 @@ rule ttp_ablation_tables:
         table6=results("ttp", "table6.csv"),
         table7=results("ttp", "table7.csv"),
         figure5=results("ttp", "figure5.csv"),
-        claims=results("ttp", "claims_ablation.md"),
+        claims=results("ttp", "claims.md"),
         table6_tex=generated("ttp_table6.tex"),
         table7_tex=generated("ttp_table7.tex"),
-        claims_tex=generated("ttp_ablation_claims.tex"),
+        claims_tex=generated("ttp_claims.tex"),
         figure=generated("ttp_figure5.pdf"),
     params:
         label=config["label"],
@@ -395,34 +395,12 @@ rule ttp_loss_figure:
         " --report {input.report} --label {params.label:q} --output {output.pdf} > {log} 2>&1"
 
 
-rule ttp_check:
-    """OK / FAIL per acceptance check; fails the workflow on FAIL when enforced."""
-    input:
-        acceptance=results("ttp", "acceptance.json"),
-    output:
-        text=results("ttp", "acceptance.txt"),
-    params:
-        enforce=str(TTP["evaluation"]["check"]).lower(),
-    log:
-        logs("ttp", "check.log"),
-    resources:
-        mem_mb=500,
-        runtime=5,
-    threads: 1
-    conda:
-        "../envs/ttp.yaml"
-    shell:
-        "python -u workflow_scripts/ttp_check.py --acceptance {input.acceptance}"
-        " --enforce {params.enforce} --output {output.text} > {log} 2>&1"
-
-
 if TTP["enabled"]:
     FINAL_TARGETS.extend(
         [
             results("ttp", "table4.csv"),
             generated("ttp_table4.tex"),
             generated("ttp_sft_loss.pdf"),
-            results("ttp", "acceptance.txt"),
         ]
     )
     if TTP_RL_VARIANTS:
@@ -432,10 +410,10 @@ if TTP["enabled"]:
             results("ttp", "table6.csv"),
             results("ttp", "table7.csv"),
             results("ttp", "figure5.csv"),
-            results("ttp", "claims_ablation.md"),
+            results("ttp", "claims.md"),
             generated("ttp_table6.tex"),
             generated("ttp_table7.tex"),
-            generated("ttp_ablation_claims.tex"),
+            generated("ttp_claims.tex"),
             generated("ttp_figure5.pdf"),
         ]
     )

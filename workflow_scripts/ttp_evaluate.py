@@ -1,4 +1,4 @@
-"""Rule ttp_evaluate: measures per query, means with bootstrap CIs, the acceptance check."""
+"""Rule ttp_evaluate: measures per query, means with bootstrap CIs, the methods' labels."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
@@ -19,7 +19,7 @@ def main() -> None:
     ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
     ap.add_argument("--per-query", required=True)
     ap.add_argument("--summary", required=True)
-    ap.add_argument("--acceptance", required=True)
+    ap.add_argument("--labels", required=True, help="output: method -> display label")
     args = ap.parse_args()
     log = setup_logging("ttp_evaluate")
     evaluate(
@@ -30,7 +30,7 @@ def main() -> None:
         seed=args.seed,
         per_query_out=args.per_query,
         summary_out=args.summary,
-        acceptance_out=args.acceptance,
+        labels_out=args.labels,
         log=log.info,
     )
 

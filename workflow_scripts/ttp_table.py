@@ -9,14 +9,14 @@ from personalir.ttp.tables import make_table
 def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("--summary", required=True)
-    ap.add_argument("--acceptance", required=True)
+    ap.add_argument("--labels", required=True, help="labels.json of ttp_evaluate")
     ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
     ap.add_argument("--label", required=True, help="configuration label for the caption")
     ap.add_argument("--csv", required=True)
     ap.add_argument("--tex", required=True)
     args = ap.parse_args()
     log = setup_logging("ttp_table")
-    labels = read_json(args.acceptance)["labels"]
+    labels = read_json(args.labels)["labels"]
     table = make_table(
         summary_path=args.summary,
         ttp=args.params,

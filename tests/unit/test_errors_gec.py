@@ -169,3 +169,68 @@ def test_symspell_suggestions_need_corpus_support():
     )
     # "kenya" is nobody's word in this domain; inner capitals mark a brand name
     assert b.correct(["xenyx guitsr", "PreSonsu"]) == ["xenyx guitar", "PreSonsu"]
+
+
+def _segment(cache):
+    (seg,) = sorted(cache.dir.glob("seg-*.parquet"))
+    return seg
+
+
+@pytest.mark.parametrize("damage", ["bit_flip", "truncated", "swapped", "garbage"])
+def test_a_damaged_cache_never_serves_a_wrong_correction(tmp_path, damage):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cache = CorrectionCache(tmp_path, "b", "f" * 64)
+    pairs = [(f"sentence {i}", f"Sentence {i}.") for i in range(20)]
+    cache.put_many(pairs)
+    cache.flush()
+    seg = _segment(cache)
+    if damage == "bit_flip":  # one character of one output changed, the file still valid
+        table = pq.read_table(seg).to_pydict()
+        table["output"][3] = table["output"][3][:-1] + "!"
+        pq.write_table(pa.table(table), seg)
+    elif damage == "swapped":  # two outputs exchanged between their keys
+        table = pq.read_table(seg).to_pydict()
+        table["output"][0], table["output"][1] = table["output"][1], table["output"][0]
+        pq.write_table(pa.table(table), seg)
+    elif damage == "truncated":
+        seg.write_bytes(seg.read_bytes()[:200])
+    else:
+        seg.write_bytes(b"\x00" * 64)
+    fresh = CorrectionCache(tmp_path, "b", "f" * 64)
+    want = dict(pairs)
+    for sentence, _ in pairs:
+        got = fresh.get(sentence)
+        assert got is None or got == want[sentence], sentence  # a miss, never a wrong hit
+    info = fresh.describe()
+    if damage in ("bit_flip", "swapped"):
+        assert info["dropped_rows"] == (1 if damage == "bit_flip" else 2)
+        assert len(fresh) == 20 - info["dropped_rows"]
+    else:
+        assert info["unreadable_segments"] == 1 and len(fresh) == 0
+    # correcting the dropped sentences again repairs the cache
+    fresh.put_many([(s, o) for s, o in pairs if fresh.get(s) is None])
+    fresh.flush()
+    again = CorrectionCache(tmp_path, "b", "f" * 64)
+    assert [again.get(s) for s, _ in pairs] == [o for _, o in pairs]
+
+
+def test_an_old_segment_without_checks_is_verified_by_its_name(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from personalir.errors.cache import _segment_digest
+
+    items = {sentence_key("a"): "A.", sentence_key("b"): "B."}
+    root = tmp_path / "b-ffffffffffffffff"
+    root.mkdir()
+    keys = sorted(items)
+    good = root / f"seg-{_segment_digest(items)}.parquet"
+    pq.write_table(pa.table({"key": keys, "output": [items[k] for k in keys]}), good)
+    assert CorrectionCache(tmp_path, "b", "f" * 64).get("a") == "A."
+    bad = dict(items)
+    bad[sentence_key("a")] = "B."  # content no longer matches the name
+    pq.write_table(pa.table({"key": keys, "output": [bad[k] for k in keys]}), good)
+    cache = CorrectionCache(tmp_path, "b", "f" * 64)
+    assert cache.get("a") is None and cache.describe()["dropped_rows"] == 2

@@ -44,10 +44,11 @@ def test_dense_entries_round_trip_and_count_hits(tmp_path):
 
     first = cache.dense(KEY, ["a", "b"], compute)
     second = cache.dense(KEY, ["a", "b"], compute)
-    assert len(calls) == 1 and cache.stats() == {"hits": 1, "misses": 1}
+    assert len(calls) == 1 and cache.stats() == {"hits": 1, "misses": 1, "recomputed": 0}
     np.testing.assert_array_equal(first, second)
     assert second.dtype == np.float32
-    assert [p.suffix for p in tmp_path.iterdir()] == [".npy"]  # no temporary file left
+    # the entry and its checksum; no temporary file left
+    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".npy", ".sha256"]
 
 
 @pytest.mark.parametrize(
@@ -76,8 +77,43 @@ def test_a_damaged_entry_is_recomputed(tmp_path):
     path = cache.path(KEY, ["a"], ".npy")
     path.write_bytes(b"not an array")
     value = cache.dense(KEY, ["a"], lambda: np.ones((1, 2), dtype=np.float32))
-    assert value.shape == (1, 2) and cache.stats() == {"hits": 0, "misses": 1}
+    assert value.shape == (1, 2) and cache.stats() == {"hits": 0, "misses": 1, "recomputed": 1}
     np.testing.assert_array_equal(np.load(path), value)
+
+
+def _damage(kind, path, other):
+    data = bytearray(path.read_bytes())
+    if kind == "bit_flip":  # one bit of the last float: still a valid .npy of the right shape
+        data[-1] ^= 0x01
+        path.write_bytes(bytes(data))
+    elif kind == "truncated":
+        path.write_bytes(bytes(data[: len(data) // 2]))
+    elif kind == "swapped":  # another entry's file and checksum moved into this one's place
+        path.write_bytes(other.read_bytes())
+        path.with_name(path.name + ".sha256").write_bytes(
+            other.with_name(other.name + ".sha256").read_bytes()
+        )
+    elif kind == "no_checksum":
+        path.with_name(path.name + ".sha256").unlink()
+
+
+@pytest.mark.parametrize("kind", ["bit_flip", "truncated", "swapped", "no_checksum"])
+def test_a_corrupted_entry_is_never_served(tmp_path, kind):
+    cache = EncodingCache(tmp_path)
+    good = np.arange(4, dtype=np.float32).reshape(2, 2)
+    cache.dense(KEY, ["a", "b"], lambda: good)
+    cache.dense(KEY, ["c", "d"], lambda: good + 100)
+    path, other = cache.path(KEY, ["a", "b"], ".npy"), cache.path(KEY, ["c", "d"], ".npy")
+    _damage(kind, path, other)
+    fresh = EncodingCache(tmp_path)
+    value = fresh.dense(KEY, ["a", "b"], lambda: good.copy())
+    np.testing.assert_array_equal(value, good)
+    assert fresh.stats() == {"hits": 0, "misses": 1, "recomputed": 1}
+    # and it was repaired: the next read is a verified hit
+    again = EncodingCache(tmp_path)
+    np.testing.assert_array_equal(
+        again.dense(KEY, ["a", "b"], lambda: pytest.fail("computed")), good
+    )
 
 
 @pytest.fixture(scope="module")
@@ -103,11 +139,11 @@ def test_the_fused_run_reads_its_members_encodings_and_ranks_the_same(tiny, tmp_
         member = kind(model, settings=settings)
         member.index(CORPUS)
         member.rank(QUERIES, 5)
-        assert member.encoder.cache.stats() == {"hits": 0, "misses": 2}  # documents, queries
+        assert member.encoder.cache.stats() == {"hits": 0, "misses": 2, "recomputed": 0}
 
     fused, shared = _fused(tiny, settings)
-    assert fused.dense.encoder.cache.stats() == {"hits": 2, "misses": 0}
-    assert fused.sparse.encoder.cache.stats() == {"hits": 2, "misses": 0}
+    assert fused.dense.encoder.cache.stats() == {"hits": 2, "misses": 0, "recomputed": 0}
+    assert fused.sparse.encoder.cache.stats() == {"hits": 2, "misses": 0, "recomputed": 0}
     _, alone = _fused(tiny, dataclasses.replace(settings, encoding_cache=None))
     assert shared == alone
 
@@ -117,7 +153,7 @@ def test_another_setting_does_not_read_the_entry(tiny, tmp_path):
     DenseRetriever(tiny["dense"], settings=settings).index(CORPUS)
     other = DenseRetriever(tiny["dense"], params={"max_length": 8}, settings=settings)
     other.index(CORPUS)
-    assert other.encoder.cache.stats() == {"hits": 0, "misses": 1}
+    assert other.encoder.cache.stats() == {"hits": 0, "misses": 1, "recomputed": 0}
 
 
 def _retrieval(**extra):

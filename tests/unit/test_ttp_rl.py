@@ -120,11 +120,14 @@ def test_retrieval_reward_golden_values_and_clipping():
     )
 
 
-def test_retrieval_reward_needs_a_negative():
-    items = np.stack([_unit(1, 0)])
-    q = np.stack([_unit(1, 1)])
-    with pytest.raises(ValueError, match="negative"):
-        retrieval_rewards(q, q, items, [0], np.array([[True]]), RewardSettings())
+def test_a_row_without_a_negative_has_no_margin_gain():
+    items = np.stack([_unit(1, 0)])  # the batch's prompts all bought this product
+    roll, orig = np.stack([_unit(1, 0.1)]), np.stack([_unit(1, 0.3)])
+    out = retrieval_rewards(
+        roll, orig, items, [0], np.array([[True]]), RewardSettings(score_temperature=1.0)
+    )
+    assert bool(out["no_negative"][0]) and out["d_margin"][0] == 0.0
+    assert out["reward"][0] == pytest.approx(2 * (_unit(1, 0.1)[0] - _unit(1, 0.3)[0]))
 
 
 def test_dynamic_selection_best_rollout_or_the_original_query():

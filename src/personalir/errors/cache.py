@@ -9,6 +9,13 @@ Storage is lock-free and crash-safe: each flush writes one new Parquet segment
 (``seg-<content hash>.parquet``, columns ``key``, ``output``) through an atomic rename, so
 concurrent rules (one per domain) never overwrite each other and a reader never sees half a
 file. When more than ``max_segments`` segments pile up, a flush compacts them into one.
+
+Nothing damaged is served: every row carries ``check``, the sha256 of its key and output, and
+a row whose check does not match (a flipped bit, an output moved to another key) is dropped;
+a segment that cannot be read (truncated, not Parquet) is skipped; a segment without the
+``check`` column (an older cache) is kept only when its content matches the digest in its
+name. Dropped sentences are simply corrected again; :meth:`CorrectionCache.describe` counts
+them (``dropped_rows``, ``unreadable_segments``), and the stage report carries that.
 """
 
 from __future__ import annotations
@@ -27,6 +34,18 @@ def sentence_key(sentence: str) -> str:
     return hashlib.sha256(sentence.encode("utf-8")).hexdigest()
 
 
+def row_check(key: str, output: str) -> str:
+    """The integrity check of one (key, output) row."""
+    return hashlib.sha256(key.encode() + b"\0" + output.encode("utf-8")).hexdigest()[:32]
+
+
+def _segment_digest(items: dict[str, str]) -> str:
+    digest = hashlib.sha256()
+    for k in sorted(items):
+        digest.update(k.encode() + items[k].encode("utf-8") + b"\x00")
+    return digest.hexdigest()[:20]
+
+
 class CorrectionCache:
     def __init__(self, root: str | Path, backend: str, fingerprint: str, *, max_segments: int = 32):
         self.dir = Path(root) / f"{backend}-{fingerprint[:16]}"
@@ -35,20 +54,38 @@ class CorrectionCache:
         self.max_segments = max_segments
         self._store: dict[str, str] = {}
         self._pending: dict[str, str] = {}
+        self.dropped_rows = 0
+        self.unreadable_segments = 0
         self._load()
 
     def _segments(self) -> list[Path]:
         return sorted(self.dir.glob("seg-*.parquet")) if self.dir.exists() else []
 
-    @staticmethod
-    def _read_segment(seg: Path) -> dict[str, str]:
+    def _read_segment(self, seg: Path) -> dict[str, str]:
+        """The verified rows of one segment (see the module docstring)."""
         try:
             table = pq.read_table(seg)
+            keys = table.column("key").to_pylist()
+            outputs = table.column("output").to_pylist()
+            checks = table.column("check").to_pylist() if "check" in table.column_names else None
         except FileNotFoundError:  # compacted away by a concurrent writer: its merge has it
             return {}
-        return dict(
-            zip(table.column("key").to_pylist(), table.column("output").to_pylist(), strict=True)
-        )
+        except Exception:  # truncated, not Parquet, columns missing: recompute its rows
+            self.unreadable_segments += 1
+            return {}
+        if checks is None:
+            items = dict(zip(keys, outputs, strict=True))
+            if seg.name == f"seg-{_segment_digest(items)}.parquet":
+                return items
+            self.dropped_rows += len(keys)
+            return {}
+        out = {}
+        for k, o, c in zip(keys, outputs, checks, strict=True):
+            if isinstance(k, str) and isinstance(o, str) and c == row_check(k, o):
+                out[k] = o
+            else:
+                self.dropped_rows += 1
+        return out
 
     def _load(self) -> None:
         for seg in self._segments():
@@ -68,14 +105,19 @@ class CorrectionCache:
 
     def _write_segment(self, items: dict[str, str]) -> Path:
         keys = sorted(items)
-        table = pa.table({"key": keys, "output": [items[k] for k in keys]})
-        digest = hashlib.sha256()
-        for k in keys:
-            digest.update(k.encode() + items[k].encode("utf-8") + b"\x00")
-        target = self.dir / f"seg-{digest.hexdigest()[:20]}.parquet"
-        if not target.exists():
-            with atomic_path(target, suffix=".parquet") as tmp:
-                pq.write_table(table, tmp, compression="zstd")
+        outputs = [items[k] for k in keys]
+        table = pa.table(
+            {
+                "key": keys,
+                "output": outputs,
+                "check": [row_check(k, o) for k, o in zip(keys, outputs, strict=True)],
+            }
+        )
+        target = self.dir / f"seg-{_segment_digest(items)}.parquet"
+        # Written even when a segment of that name exists: it may be the damaged copy whose
+        # rows are being corrected again (same content, atomic replace).
+        with atomic_path(target, suffix=".parquet") as tmp:
+            pq.write_table(table, tmp, compression="zstd")
         return target
 
     def flush(self) -> int:
@@ -114,4 +156,7 @@ class CorrectionCache:
             "entries": len(self),
             "segments": len(self._segments()),
             "fingerprint": self.fingerprint,
+            # damaged rows and segments found on load; their sentences are corrected again
+            "dropped_rows": self.dropped_rows,
+            "unreadable_segments": self.unreadable_segments,
         }

@@ -10,7 +10,10 @@ the queries are encoded once per model. The workflow runs the fused job after it
 An entry is found only under exactly the same inputs: the key hashes the texts (in order),
 the encoder's settings (model files, parameters, batch size, device, thread count), the
 library versions and the source of the encoder's module, so a changed model, setting or
-encoder computes afresh. Entries are written atomically; a damaged entry is recomputed.
+encoder computes afresh. Entries are written atomically, each with a sha256 over its name and
+bytes beside it (``<entry>.sha256``); an entry that does not match it (a flipped bit, a
+truncated file, another entry's file swapped in), that has no checksum or cannot be read is
+recomputed and counted (``stats()["recomputed"]``; a run's metadata reports the totals).
 Without a cache (``None``) nothing is read or written.
 """
 
@@ -63,6 +66,10 @@ def library_versions(*names: str) -> dict[str, str]:
     return out
 
 
+# Totals over every cache of this process (a run's metadata reports them).
+PROCESS_TOTALS = {"hits": 0, "misses": 0, "recomputed": 0}
+
+
 class EncodingCache:
     """Encodings on disk, one file per (encoder settings, texts): ``.npy`` or ``.npz``."""
 
@@ -70,6 +77,7 @@ class EncodingCache:
         self.root = Path(root)
         self.hits = 0
         self.misses = 0
+        self.recomputed = 0  # entries present but damaged (checksum, shape or read error)
 
     def path(self, key: Mapping[str, Any], texts: Sequence[str], suffix: str) -> Path:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode())
@@ -93,31 +101,66 @@ class EncodingCache:
     def _get(self, key, texts, suffix, compute, read, write):
         path = self.path(key, texts, suffix)
         if path.exists():
-            try:
-                value = read(path)
-            except (OSError, ValueError) as exc:
-                log.warning("encoding cache: %s unreadable (%s); recomputing", path, exc)
-            else:
-                if value.shape[0] == len(texts):
-                    self.hits += 1
-                    log.info("encoding cache: read %s (%d texts)", path.name, len(texts))
-                    return value
-                log.warning(
-                    "encoding cache: %s has %d rows, not %d; recomputing",
-                    path,
-                    value.shape[0],
-                    len(texts),
-                )
+            problem = _verify(path)
+            if problem is None:
+                try:
+                    value = read(path)
+                except (OSError, ValueError) as exc:
+                    problem = f"unreadable ({exc})"
+                else:
+                    if value.shape[0] == len(texts):
+                        self.hits += 1
+                        PROCESS_TOTALS["hits"] += 1
+                        log.info("encoding cache: read %s (%d texts)", path.name, len(texts))
+                        return value
+                    problem = f"{value.shape[0]} rows, not {len(texts)}"
+            log.warning("encoding cache: %s %s; recomputing", path, problem)
+            self.recomputed += 1
+            PROCESS_TOTALS["recomputed"] += 1
         value = compute()
         self.root.mkdir(parents=True, exist_ok=True)
         with atomic_path(path, suffix=suffix) as tmp:
             write(tmp, value)
+            digest = _sha256(tmp, path.name)
+        # The checksum is written after the entry: a crash in between leaves an entry without
+        # one, which is recomputed, never trusted.
+        with atomic_path(_checksum_path(path), suffix=".sha256") as tmp:
+            tmp.write_text(digest + "\n", encoding="ascii")
         self.misses += 1
+        PROCESS_TOTALS["misses"] += 1
         log.info("encoding cache: wrote %s (%d texts)", path.name, len(texts))
         return value
 
     def stats(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses}
+        return {"hits": self.hits, "misses": self.misses, "recomputed": self.recomputed}
+
+
+def _checksum_path(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _sha256(path: Path, name: str) -> str:
+    """sha256 of the entry's name (its key) and bytes: an entry swapped with another, even
+    with its checksum file, does not match."""
+    h = hashlib.sha256(name.encode() + b"\0")
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _verify(path: Path) -> str | None:
+    """None when ``path``'s bytes match its recorded sha256, else what is wrong."""
+    check = _checksum_path(path)
+    try:
+        want = check.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return "has no readable checksum"
+    try:
+        got = _sha256(path, path.name)
+    except OSError as exc:
+        return f"unreadable ({exc})"
+    return None if got == want else "does not match its checksum"
 
 
 def _read_npy(path: Path) -> np.ndarray:

@@ -163,6 +163,11 @@ def run_retriever(
         )
     if hasattr(retriever, "close"):
         retriever.close()
+    if settings.encoding_cache:
+        from personalir.retrieval.encodings import PROCESS_TOTALS
+
+        # hits, misses and damaged entries recomputed (checksum, shape or read errors)
+        meta["encoding_cache"] = dict(PROCESS_TOTALS)
     write_json(meta_path, meta)
     return meta
 

@@ -556,7 +556,23 @@ def run_ablations(
     write_parquet(out_dir / "figure5.parquet", fig)
     summary["rows"]["figure5"] = sorted(set(fig["method"]), key=list(FIGURE5).index)
     summary["missing"]["figure5"] = [m for m in ("dense", *FIGURE5) if m not in present]
-    claims = evaluate_claims(frame, paper.get("claims") or [], **kw)
+    from personalir.ttp.baselines import PERSONAL_RETRIEVERS
+    from personalir.ttp.table4_claims import evaluate_table4_claims
+
+    order = list(dict.fromkeys(frame["method"]))
+    known = [m for m in order if m in PERSONAL_RETRIEVERS]
+    paper_claims = paper.get("claims") or []
+    found = evaluate_claims(frame, paper_claims, **kw) + evaluate_table4_claims(
+        frame,
+        paper_claims,
+        table4=[m for m in known if PERSONAL_RETRIEVERS.get(m).table4_row],
+        uses_history={m: PERSONAL_RETRIEVERS.get(m).uses_history for m in known},
+        samples=kw["samples"],
+        confidence=kw["confidence"],
+        seed=kw["seed"],
+    )
+    rank = {c["id"]: i for i, c in enumerate(paper_claims)}
+    claims = sorted(found, key=lambda c: rank[c["id"]])
     write_json(out_dir / "claims.json", _json_safe(claims))
     summary["claims"] = {c["id"]: c["status"] for c in claims}
     return summary

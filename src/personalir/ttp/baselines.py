@@ -73,7 +73,7 @@ class PersonalRetriever:
     :mod:`personalir.ttp.workflow` to build the ``ttp_run`` job, so no rule names a method):
 
     ``label``           its row in the Table 4 layout (rows follow ``ttp.methods``)
-    ``uses_history``    whether it reads the selected history (the acceptance check groups by it)
+    ``uses_history``    whether it reads the selected history (the Table 4 claims group by it)
     ``model_roles``     the :attr:`RetrievalContext.models` roles it loads: ``dense``,
                         ``history_aware`` (the fine-tuned bi-encoder folders when
                         ``ttp.dense.fine_tune``), ``generator`` (HyDE's LLM), ``ttp_backbone``,
@@ -81,6 +81,7 @@ class PersonalRetriever:
     ``config_keys``     the ``ttp`` sections its parameters come from (a change re-runs it)
     ``needs_rewrites``  whether it reads the TTP run's rewrites (``runs/ttp.info.json``)
     ``generates_text``  whether it generates with a causal LM (its job takes SFT's threads)
+    ``table4_row``      whether it is a row of Table 4 (ablation variants are not)
 
     and :meth:`params_from_config` builds its parameters from those sections.
     """
@@ -93,6 +94,8 @@ class PersonalRetriever:
     config_keys: ClassVar[tuple[str, ...]] = ()
     needs_rewrites: ClassVar[bool] = False
     generates_text: ClassVar[bool] = False
+    # Whether the method is a row of Table 4 (the ablations are rows of Tables 6 and 7).
+    table4_row: ClassVar[bool] = True
 
     @classmethod
     def params_from_config(cls, ttp: Mapping[str, Any]) -> dict[str, Any]:
@@ -355,8 +358,6 @@ class TTPRetriever(PersonalRetriever):
     adapter: ClassVar[str] = "sft"
     # False: the original query replaces the generated rewrite (the paper's "w/o Intent-Q").
     intent_q: ClassVar[bool] = True
-    # Whether the method is a row of Table 4 (the ablations are rows of Tables 6 and 7).
-    table4_row: ClassVar[bool] = True
 
     @classmethod
     def params_from_config(cls, ttp):

@@ -17,7 +17,8 @@ percentile bootstraps over queries (``samples`` resamples, seeded); the comparis
 methods uses the paired bootstrap of their per-query differences.
 
 :func:`evaluate` is the rule ``ttp_evaluate``: the per-query measures of every run, their
-summary and the acceptance check (:func:`acceptance_check`) that ``ttp_check`` reports.
+summary and each method's display label (``labels.json``). The paper's claims about these
+numbers are evaluated by ``ttp_ablations`` (:mod:`personalir.ttp.table4_claims`).
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ def paired_difference(
     **where,
 ) -> dict:
     """Mean of ``a - b`` over the queries both methods answered, with its paired bootstrap CI
-    and the half-width of ``b``'s own CI (the margin the acceptance test compares with)."""
+    and the half-widths of both methods' own CIs."""
     sub = frame
     for col, val in where.items():
         sub = sub[sub[col] == val]
@@ -213,11 +214,11 @@ def evaluate(
     seed: int,
     per_query_out: str | Path,
     summary_out: str | Path,
-    acceptance_out: str | Path,
+    labels_out: str | Path,
     log=print,
 ) -> dict:
     """``runs``: (example set, method, run path). Writes per-query measures, the summary
-    (mean + CI per method, set, label) and the acceptance check."""
+    (mean + CI per method, set, label) and the methods' labels."""
     from personalir.retrieval.runio import read_run
 
     test = {}
@@ -238,59 +239,7 @@ def evaluate(
     write_parquet(per_query_out, frame)
     write_parquet(summary_out, summary)
     labels = {read_json(p)["method"]: read_json(p)["label"] for p in infos}
-    acceptance = acceptance_check(frame, labels, ttp, seed)
-    write_json(acceptance_out, acceptance)
-    log(json.dumps(acceptance, indent=1))
-    return acceptance
-
-
-def acceptance_check(
-    frame: pd.DataFrame, labels: Mapping[str, str], ttp: Mapping, seed: int
-) -> dict:
-    """The issue's acceptance: TTP beats query-only dense on Broad by more than the CI, and
-    history-aware methods beat query-only ones (pooled over example sets)."""
-    # Imported here: the baselines import this module (exact search, rankings).
-    from personalir.ttp.baselines import PERSONAL_RETRIEVERS
-
-    ev = ttp["evaluation"]
-    measure = ev["acceptance_measure"]
-    kw = {
-        "samples": int(ev["bootstrap_samples"]),
-        "confidence": float(ev["confidence"]),
-        "seed": seed,
-    }
-    methods = sorted(set(frame["method"]))
-    checks = []
-    if {"ttp", "dense"} <= set(methods) and "Broad" in set(frame["label"]):
-        d = paired_difference(frame, "ttp", "dense", measure, label="Broad", **kw)
-        d["check"] = "TTP (SFT) beats query-only dense on Broad by more than the bootstrap CI"
-        d["passed"] = bool(
-            d["difference"] > max(d["ci_half_width_a"], d["ci_half_width_b"])
-            and d["diff_ci_low"] > 0
-        )
-        checks.append(d)
-    history = [m for m in methods if PERSONAL_RETRIEVERS.get(m).uses_history]
-    query_only = [m for m in methods if not PERSONAL_RETRIEVERS.get(m).uses_history]
-    if history and query_only:
-        means = frame.groupby("method")[measure].mean()
-        best_q = max(query_only, key=lambda m: means[m])
-        hist_mean = float(np.mean([means[m] for m in history]))
-        checks.append(
-            {
-                "check": "history-aware methods beat query-only ones (mean over methods, all "
-                "test sets) and the best history-aware beats the best query-only",
-                "measure": measure,
-                "history_methods": {m: float(means[m]) for m in history},
-                "query_only_methods": {m: float(means[m]) for m in query_only},
-                "passed": bool(
-                    hist_mean > float(np.mean([means[m] for m in query_only]))
-                    and max(means[m] for m in history) > means[best_q]
-                ),
-            }
-        )
-    return {
-        "measure": measure,
-        "labels": dict(labels),
-        "checks": checks,
-        "passed": bool(checks) and all(c["passed"] for c in checks),
-    }
+    out = {"labels": dict(labels), "methods": list(dict.fromkeys(m for _, m, _ in runs))}
+    write_json(labels_out, out)
+    log(json.dumps(out, indent=1))
+    return out

@@ -237,6 +237,7 @@ class TTPRewards:
         log_metric = kw.get("log_metric")
         if log_metric is not None:
             log_metric("retrieval/d_pos", float(parts["d_pos"].mean()))
+            log_metric("retrieval/no_negative", float(parts["no_negative"].mean()))
             log_metric("retrieval/d_margin", float(parts["d_margin"].mean()))
             log_metric(
                 "retrieval/clipped", float(np.mean(np.abs(parts["raw"]) > self.settings.clip))

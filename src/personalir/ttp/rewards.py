@@ -10,7 +10,8 @@ For a rollout ``y`` (the model's output after the prompt: ``<think>rewrite</thin
 * ``R_length = -max(0, |y| - L)`` with ``|y|`` in tokens (:func:`length_reward`);
 * ``R_retrieval = clip(alpha * dS_pos + beta * dS_margin, -c, c)`` (:func:`retrieval_rewards`):
   ``S_pos`` is the inner product of the query embedding with the purchased item's, ``S_margin``
-  is ``S_pos`` minus the best in-batch negative's score; ``d`` is the rollout's value minus the
+  is ``S_pos`` minus the best in-batch negative's score (a row whose batch holds no other
+  product has no margin: its margin gain is 0, counted); ``d`` is the rollout's value minus the
   original query's (the query embedded as ``<think>query</think><embed>``), both scored by the
   scorer model (the frozen SFT model, or the policy itself in the "unfrozen" ablation).
   Scores are cosines divided by ``score_temperature`` (0.02, the InfoNCE temperature, as the
@@ -99,9 +100,8 @@ def _scores(
     pos = sims[rows, np.asarray(positives)]
     neg = np.where(same, -np.inf, sims)
     best_neg = neg.max(axis=1) if neg.shape[1] else np.full(len(rows), -np.inf)
-    if not np.all(np.isfinite(best_neg)):
-        raise ValueError("every query needs at least one in-batch negative for the margin")
-    return pos, pos - best_neg
+    # No negative (every item of the batch is this row's product): no margin (NaN).
+    return pos, np.where(np.isfinite(best_neg), pos - best_neg, np.nan)
 
 
 def retrieval_rewards(
@@ -119,12 +119,15 @@ def retrieval_rewards(
     s_pos, s_margin = _scores(rollout_emb, item_emb, positives, same, t)
     o_pos, o_margin = _scores(original_emb, item_emb, positives, same, t)
     d_pos, d_margin = s_pos - o_pos, s_margin - o_margin
+    no_negative = np.isnan(d_margin)
+    d_margin = np.where(no_negative, 0.0, d_margin)
     raw = settings.alpha * d_pos + settings.beta * d_margin
     return {
         "reward": np.clip(raw, -settings.clip, settings.clip),
         "raw": raw,
         "d_pos": d_pos,
         "d_margin": d_margin,
+        "no_negative": no_negative,
     }
 
 

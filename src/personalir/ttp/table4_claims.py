@@ -61,9 +61,7 @@ def _not_applicable(claim, reason: str) -> dict:
 
 def _cell_means(frame: pd.DataFrame, method: str) -> dict[tuple[str, str], float]:
     sub = frame[frame["method"] == method]
-    return {
-        (s, m): float(sub[sub["label"] == s][m].mean()) for s in SETS for m in MEASURES
-    }
+    return {(s, m): float(sub[sub["label"] == s][m].mean()) for s in SETS for m in MEASURES}
 
 
 def _history_helps(frame, claim, table4, uses_history, kw):
