@@ -339,7 +339,7 @@ def _verdict(claim: Mapping, held: bool, margin: float, lo: float, hi: float, **
     }
 
 
-def _not_applicable(claim: Mapping, missing: Sequence[str]) -> dict:
+def _not_applicable(claim: Mapping, reason: str) -> dict:
     return {
         "id": claim["id"],
         "table": claim.get("table", ""),
@@ -349,7 +349,7 @@ def _not_applicable(claim: Mapping, missing: Sequence[str]) -> dict:
         "margin": NAN,
         "ci_low": NAN,
         "ci_high": NAN,
-        "detail": "methods not in the per-query frame: " + ", ".join(missing),
+        "detail": reason,
     }
 
 
@@ -508,7 +508,9 @@ def evaluate_claims(
             continue
         missing = [m for m in _CLAIM_METHODS[claim["id"]] if m not in present]
         if missing:
-            out.append(_not_applicable(claim, missing))
+            out.append(
+                _not_applicable(claim, "methods not in the per-query frame: " + ", ".join(missing))
+            )
         else:
             out.append(_CLAIMS[claim["id"]](frame, claim, kw))
     return out

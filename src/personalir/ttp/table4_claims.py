@@ -31,32 +31,21 @@ import numpy as np
 import pandas as pd
 
 from personalir.common.seeding import rng
-from personalir.ttp.ablations import SETS, paired_avg_difference, set_means
+from personalir.ttp.ablations import (
+    SETS,
+    _not_applicable,
+    _verdict,
+    paired_avg_difference,
+    set_means,
+)
 
 MEASURES = ("Recall@10", "Recall@20", "Recall@100", "MRR@100")
 CLAIM_IDS = ("history_helps", "ttp_best_everywhere", "rl_helps", "gains_largest_on_broad_longtail")
 
 
-def _verdict(claim, margin, lo, hi, measured, detail="") -> dict:
-    status = "not applicable" if math.isnan(margin) else ("held" if margin > 0 else "not held")
-    return {
-        "id": claim["id"],
-        "table": claim.get("table", ""),
-        "text": claim.get("text", ""),
-        "status": status,
-        "measured": measured,
-        "margin": 100 * margin,
-        "ci_low": 100 * lo,
-        "ci_high": 100 * hi,
-        "detail": detail,
-    }
-
-
-def _not_applicable(claim, reason: str) -> dict:
-    nan = float("nan")
-    out = _verdict(claim, nan, nan, nan, "", reason)
-    out["status"] = "not applicable"
-    return out
+def _held(claim, margin, lo, hi, measured, detail="") -> dict:
+    """The verdict: held when the margin is positive (see :func:`ablations._verdict`)."""
+    return _verdict(claim, margin > 0, margin, lo, hi, measured=measured, detail=detail)
 
 
 def _cell_means(frame: pd.DataFrame, method: str) -> dict[tuple[str, str], float]:
@@ -74,7 +63,7 @@ def _history_helps(frame, claim, table4, uses_history, kw):
     best = max(query, key=lambda m: avgs[m])
     d = paired_avg_difference(frame, low, best, measure="Recall@20", **kw)["Avg"]
     ranked = ", ".join(f"{m} {100 * avgs[m]:.1f}" for m in sorted(avgs, key=avgs.get))
-    return _verdict(
+    return _held(
         claim,
         d["difference"],
         d["ci_low"],
@@ -102,7 +91,7 @@ def _cells_vs(frame, a, others, kw, paired_with=None):
 def _best_everywhere(frame, claim, table4, uses_history, kw):
     others = [m for m in table4 if m != "ttp_rl"]
     worst, d, (s, m), rival = _cells_vs(frame, "ttp_rl", others, kw)
-    return _verdict(
+    return _held(
         claim,
         worst,
         d["ci_low"],
@@ -115,7 +104,7 @@ def _best_everywhere(frame, claim, table4, uses_history, kw):
 
 def _rl_helps(frame, claim, table4, uses_history, kw):
     worst, d, (s, m), _ = _cells_vs(frame, "ttp_rl", ["ttp"], kw)
-    return _verdict(
+    return _held(
         claim,
         worst,
         d["ci_low"],
@@ -145,7 +134,7 @@ def _gain_broad_vs_general(frame, claim, table4, uses_history, kw):
         )
     alpha = (1 - kw["confidence"]) / 2
     lo, hi = np.quantile(boots, [alpha, 1 - alpha])
-    return _verdict(
+    return _held(
         claim,
         margin,
         float(lo),
