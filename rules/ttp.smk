@@ -106,6 +106,7 @@ rule ttp_sft:
         backbone_weights=results("ttp", "backbone", "model.safetensors"),
         sft=expand(results("ttp", "{ttp_set}", "sft.jsonl"), ttp_set=TTP_SETS),
         corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
+        examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
     output:
         adapter=results("ttp", "sft", "adapter", "adapter_config.json"),
         # ~20 MB: kept until the TTP run is done, not recorded by DVC (`--notemp` keeps it).
@@ -113,7 +114,7 @@ rule ttp_sft:
         loss=results("ttp", "sft", "loss.json"),
         report=results("ttp", "sft", "train.report.json"),
     params:
-        ttp=params_json("ttp", keys=("backbone", "lora", "sft", "items")),
+        ttp=params_json("ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection")),
         seed=config["seed"],
     log:
         logs("ttp", "sft.log"),
@@ -125,21 +126,25 @@ rule ttp_sft:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_sft.py --backbone $(dirname {input.backbone})"
-        " --sft {input.sft} --items {input.corpus} --seed {params.seed} --threads {threads}"
+        " --sft {input.sft} --items {input.corpus} --examples {input.examples}"
+        " --seed {params.seed} --threads {threads}"
         " --params {params.ttp:q} --adapter {output.adapter}"
         " --adapter-weights {output.adapter_weights} --loss {output.loss}"
         " --report {output.report} > {log} 2>&1"
 
 
 rule ttp_rl:
-    """GRPO (TRL) of one RL variant from the SFT adapter: rewards, KL, dynamic positives."""
+    """GRPO (TRL) of one RL variant from the SFT adapter: rewards, KL, dynamic positives;
+    `full` chooses the step count on the validation split, the other variants train as many."""
     input:
+        unpack(lambda w: ttp_wf.rl_selection_input(config, w.rl_variant)),
         backbone=results("ttp", "backbone", "config.json"),
         backbone_weights=results("ttp", "backbone", "model.safetensors"),
         adapter=results("ttp", "sft", "adapter", "adapter_config.json"),
         adapter_weights=results("ttp", "sft", "adapter", "adapter_model.safetensors"),
         sft=expand(results("ttp", "{ttp_set}", "sft.jsonl"), ttp_set=TTP_SETS),
         corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
+        examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
     output:
         adapter=results("ttp", "rl", "{rl_variant}", "adapter", "adapter_config.json"),
         # ~20 MB like the SFT adapter's: temporary, not recorded by DVC.
@@ -149,8 +154,11 @@ rule ttp_rl:
         log=results("ttp", "rl", "{rl_variant}", "log.json"),
         report=results("ttp", "rl", "{rl_variant}.report.json"),
     params:
-        ttp=params_json("ttp", keys=("backbone", "rl", "sft", "items", "inference")),
+        ttp=params_json("ttp", keys=("backbone", "rl", "sft", "items", "inference", "selection")),
         seed=config["seed"],
+        selection=lambda w, input: (
+            f"--selection-from {input.selection}" if "selection" in input.keys() else ""
+        ),
     log:
         logs("ttp", "rl_{rl_variant}.log"),
     resources:
@@ -162,7 +170,8 @@ rule ttp_rl:
     shell:
         "python -u workflow_scripts/ttp_rl.py --variant {wildcards.rl_variant}"
         " --backbone $(dirname {input.backbone}) --sft-adapter $(dirname {input.adapter})"
-        " --sft {input.sft} --items {input.corpus} --seed {params.seed} --threads {threads}"
+        " --sft {input.sft} --items {input.corpus} --examples {input.examples}"
+        " {params.selection} --seed {params.seed} --threads {threads}"
         " --params {params.ttp:q} --adapter {output.adapter}"
         " --adapter-weights {output.adapter_weights} --log {output.log}"
         " --report {output.report} > {log} 2>&1"
@@ -200,7 +209,7 @@ rule ttp_dense_ft:
         weights=temp(results("ttp", "dense", "{variant}", "model.safetensors")),
         report=results("ttp", "dense", "{variant}.report.json"),
     params:
-        ttp=params_json("ttp", keys=("dense", "items")),
+        ttp=params_json("ttp", keys=("dense", "items", "selection")),
         seed=config["seed"],
     log:
         logs("ttp", "dense_ft_{variant}.log"),
@@ -233,6 +242,8 @@ rule ttp_run:
         rewrites=lambda w, input: ttp_wf.rewrites_option(dict(input)),
         seed=config["seed"],
         model_cache=GGUF_CACHE,
+        # item encodings shared by a TTP method and its w/o-Intent-Q retrieval (untracked)
+        encoding_cache=results("ttp", "encodings"),
     log:
         logs("ttp", "run_{ttp_set}_{method}.log"),
     resources:
@@ -246,7 +257,8 @@ rule ttp_run:
         " --examples {input.examples} --items {input.corpus} --models {params.models:q}"
         " {params.rewrites} --seed {params.seed} --threads {threads}"
         " --params {params.ttp:q} --run {output.run} --info {output.info}"
-        " --model-cache {params.model_cache:q} > {log} 2>&1"
+        " --model-cache {params.model_cache:q} --encoding-cache {params.encoding_cache:q}"
+        " > {log} 2>&1"
 
 
 rule ttp_evaluate:

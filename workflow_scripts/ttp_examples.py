@@ -28,6 +28,7 @@ def main() -> None:
             "domain": args.set,
             "seed": args.seed,
             "test_share": args.params["split"]["test_share"],
+            "validation_share": args.params["split"]["validation_share"],
         }
     else:
         source_args = {"data_dir": args.personalwab_dir, "domain": args.set}

@@ -25,6 +25,8 @@ def main() -> None:
     ap.add_argument("--sft-adapter", required=True, help="the SFT adapter folder")
     ap.add_argument("--sft", nargs="+", required=True)
     ap.add_argument("--items", nargs="+", required=True)
+    ap.add_argument("--examples", nargs="+", required=True, help="validation examples' sets")
+    ap.add_argument("--selection-from", help="the report of the variant whose step count to use")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
@@ -40,6 +42,8 @@ def main() -> None:
         sft_adapter=args.sft_adapter,
         sft_paths=args.sft,
         items_paths=args.items,
+        examples_paths=args.examples,
+        selection_from=args.selection_from,
         ttp=args.params,
         variant=args.variant,
         seed=args.seed,

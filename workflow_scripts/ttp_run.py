@@ -18,6 +18,7 @@ def main() -> None:
     ap.add_argument("--run", required=True)
     ap.add_argument("--info", required=True)
     ap.add_argument("--model-cache", default="", help="dequantised GGUF models ('': none)")
+    ap.add_argument("--encoding-cache", default="", help="shared item encodings ('': none)")
     args = ap.parse_args()
     log = setup_logging("ttp_run")
     run_method(
@@ -32,6 +33,7 @@ def main() -> None:
         run_out=args.run,
         info_out=args.info,
         model_cache=args.model_cache or None,
+        encoding_cache=args.encoding_cache or None,
         log=log.info,
     )
 

@@ -23,6 +23,7 @@ def main() -> None:
     ap.add_argument("--backbone", required=True)
     ap.add_argument("--sft", nargs="+", required=True)
     ap.add_argument("--items", nargs="+", required=True)
+    ap.add_argument("--examples", nargs="+", required=True, help="validation examples' sets")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
@@ -37,6 +38,7 @@ def main() -> None:
         backbone=args.backbone,
         sft_paths=args.sft,
         items_paths=args.items,
+        examples_paths=args.examples,
         ttp=args.params,
         seed=args.seed,
         out_dir=output_folder(named, OUTPUTS),

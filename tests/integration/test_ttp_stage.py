@@ -93,11 +93,22 @@ def test_stage_outputs(ttp_run):
     assert "Broad Recall@20" in table.columns and "Broad MRR@100 paper" in table.columns
     # GRPO: two variants trained (only those a configured method needs), both logged per
     # step; their adapters' weights are temporary like the SFT adapter's.
+    # SFT keeps the epoch, GRPO's full variant the step, that is best on the validation
+    # split; the other variants train as many steps as full kept.
+    examples_by_split = {e["split"] for e in examples}
+    assert "valid" in examples_by_split
+    sel = train["selection"]
+    assert sel["unit"] == "epoch" and sel["validation_examples"] > 0 and sel["candidates"]
+    assert sel["chosen"] in [c["epoch"] for c in sel["candidates"]]
+    full = json.loads((res / "ttp/rl/full.report.json").read_text())["selection"]
+    assert [c["step"] for c in full["candidates"]] == [1, 2] and full["chosen"] in (1, 2)
     for variant in ("full", "unfrozen_reward"):
         report = json.loads((res / f"ttp/rl/{variant}.report.json").read_text())
         assert report["steps"] == 2 and report["rl_prompts"] >= 2
         log = json.loads((res / f"ttp/rl/{variant}/log.json").read_text())
-        assert [h["step"] for h in log] == [1, 2]
+        trained = 2 if variant == "full" else full["chosen"]
+        assert [h["step"] for h in log] == list(range(1, trained + 1))
+        assert report["selection"]["chosen"] == full["chosen"]
         assert {"rewards/format/mean", "rewards/retrieval/mean", "kl"} <= set(log[0])
         assert not (res / f"ttp/rl/{variant}/adapter/adapter_model.safetensors").exists()
     assert json.loads((res / "ttp/rl/unfrozen_reward.report.json").read_text())["scorer"] == (
@@ -109,6 +120,10 @@ def test_stage_outputs(ttp_run):
     no_q = json.loads(
         (res / "ttp/Musical_Instruments/runs/ttp_rl_no_intent_q.info.json").read_text()
     )
+    # w/o Intent-Q reads the item encodings of the run with its adapter (the cache)
+    assert no_q["encoding_cache"] == {"hits": 1, "misses": 0, "recomputed": 0}
+    rl_info = json.loads((res / "ttp/Musical_Instruments/runs/ttp_rl.info.json").read_text())
+    assert rl_info["encoding_cache"]["misses"] == 1
     # w/o Intent-Q: no generation, the query itself in the rewrite's place
     queries = {e["example_id"]: e["query"] for e in test}
     for qid, r in no_q["rewrites"].items():

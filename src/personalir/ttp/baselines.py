@@ -56,6 +56,9 @@ class RetrievalContext:
     rewrites: dict[str, str] = field(default_factory=dict)  # example id -> TTP rewrite
     # Where dequantised copies of GGUF models are kept (top-level ``model_cache``); None: none.
     model_cache: str | None = None
+    # Item encodings shared between runs of the same model (personalir.retrieval.encodings);
+    # None: every run encodes its items.
+    encoding_cache: str | None = None
 
     def item_texts(self) -> list[str]:
         return self.corpus.texts(self.item_fields, self.max_features)
@@ -415,7 +418,7 @@ class TTPRetriever(PersonalRetriever):
             system_prompt=self.params["system_prompt"],
         )
         t0 = time.perf_counter()
-        items = enc.encode_items(self.ctx.item_texts())
+        items = self._items(enc)
         t1 = time.perf_counter()
         prompts = [build_prompt(ex, self.ctx.corpus, enc.tokenizer, settings) for ex in examples]
         if self.intent_q:
@@ -442,6 +445,30 @@ class TTPRetriever(PersonalRetriever):
         return exact_search(
             [ex.example_id for ex in examples], queries, self.ctx.corpus.ids, items, self.ctx.depth
         )
+
+    def _items(self, enc):
+        """The item embeddings: from the encoding cache when a run of the same backbone,
+        adapter, settings and thread count wrote them (a method and its w/o-Intent-Q
+        variant share them), else encoded (and written there)."""
+        texts = self.ctx.item_texts()
+        if not self.ctx.encoding_cache:
+            return enc.encode_items(texts)
+        import torch
+
+        from personalir.retrieval import encodings as e
+        from personalir.ttp.model import TTPEncoder
+
+        key = {
+            "encoder": "ttp_items",
+            "models": [e.model_fingerprint(str(self.ctx.models[r])) for r in self.model_roles],
+            "settings": [enc.max_item_tokens, enc.batch_size, torch.get_num_threads()],
+            "source": e.source_hash(TTPEncoder),
+            "versions": e.library_versions("torch", "transformers", "peft"),
+        }
+        cache = e.EncodingCache(self.ctx.encoding_cache)
+        items = cache.dense(key, texts, lambda: enc.encode_items(texts))
+        self.info["encoding_cache"] = cache.stats()
+        return items
 
 
 def _ttp_variant(name: str, label: str, adapter: str, intent_q: bool) -> type[TTPRetriever]:

@@ -6,8 +6,8 @@ targets refer to. Sources are registered by name in :data:`EXAMPLE_SOURCES`; eac
 ``(examples, corpus)``:
 
 ``sample_world``  the search log of the synthetic world (:mod:`personalir.data.search_log`)
-                  with the data stage's product tables; users are split into train/test by a
-                  seeded hash (``test_share``).
+                  with the data stage's product tables; users are split into train/valid/test by a
+                  seeded hash (``test_share``, ``validation_share``).
 ``personalwab``   PersonalWAB's files: ``user_instructions.json`` (``{split: [task]}``, a task
                   has ``user_id, task, type, timestamp, target: {product_info, review}``),
                   ``user_history.json`` (``{user_id: [{product_info, review}]}``) and, when
@@ -264,9 +264,20 @@ Source = Callable[..., tuple[list[Example], ItemCorpus]]
 EXAMPLE_SOURCES: Registry[Source] = Registry("TTP example source")
 
 
-def user_split(seed: int, domain: str, user_id: str, test_share: float) -> str:
+def user_split(
+    seed: int, domain: str, user_id: str, test_share: float, validation_share: float = 0.0
+) -> str:
+    """``test``, ``valid`` or ``train`` by a seeded hash of the user: the first
+    ``test_share`` of the unit interval is test, the next ``validation_share`` validation, so
+    a validation share moves training users only and leaves the test users as they were."""
+    if test_share + validation_share >= 1:
+        raise ValueError(
+            f"test_share {test_share} + validation_share {validation_share} leave no training users"
+        )
     u = (derive_seed(seed, "ttp_split", domain, user_id) % 1_000_000) / 1_000_000
-    return "test" if u < test_share else "train"
+    if u < test_share:
+        return "test"
+    return "valid" if u < test_share + validation_share else "train"
 
 
 def _filled_details(details) -> list[tuple[str, str]]:
@@ -306,6 +317,7 @@ def sample_world_examples(
     domain: str,
     seed: int,
     test_share: float,
+    validation_share: float = 0.0,
 ) -> tuple[list[Example], ItemCorpus]:
     corpus = corpus_from_tables(products, meta)
     examples = []
@@ -322,7 +334,9 @@ def sample_world_examples(
                         "query": rec["query"],
                         "target": rec["target"],
                         "label": rec["label"],
-                        "split": user_split(seed, domain, rec["user_id"], test_share),
+                        "split": user_split(
+                            seed, domain, rec["user_id"], test_share, validation_share
+                        ),
                         "history": rec["history"],
                         "misspelled": rec["misspelled"],
                         "extra": {"clean_query": rec["clean_query"], **rec["provenance"]},

@@ -7,7 +7,8 @@ Batches are epoch-wise permutations seeded by ``(seed, "dense_ft", variant, epoc
 an item that is the target of two rows of a batch is no negative for either.
 
 :func:`fine_tune_dense` is the rule ``ttp_dense_ft``: one variant's training pairs from every
-example set, fine-tuned and saved with its report.
+example set, fine-tuned and saved with its report; the epoch kept is the one best on the
+validation split (``ttp.selection``, as for TTP's SFT).
 """
 
 from __future__ import annotations
@@ -50,13 +51,19 @@ def fine_tune(
     *,
     seed: int,
     variant: str,
+    validation: Sequence[tuple] = (),
+    measure: str = "MRR@100",
     log=print,
 ) -> dict:
+    """Fine-tune and save; with ``validation`` (per example set: validation examples, their
+    query texts, the pool's item ids and texts) the epoch that ranks the validation targets
+    best by ``measure`` is kept (the earlier among equals), as for TTP's SFT."""
     import torch
     import torch.nn.functional as F
     from sentence_transformers import SentenceTransformer
 
     from personalir.common.models import resolve_model
+    from personalir.ttp.evaluate import MEASURES, exact_search, per_query_measures
 
     if not (len(queries) == len(items) == len(item_ids)) or not queries:
         raise ValueError("queries, items and item ids must be aligned and non-empty")
@@ -81,6 +88,23 @@ def fine_tune(
         feats = model.tokenize(list(texts))
         return F.normalize(model(feats)["sentence_embedding"], dim=-1)
 
+    def validate() -> dict:
+        import pandas as pd
+
+        model.eval()
+        frames = []
+        with torch.no_grad():
+            for examples, texts, pool_ids, pool_texts in validation:
+                q = model.encode(list(texts), convert_to_numpy=True, normalize_embeddings=True)
+                d = model.encode(list(pool_texts), convert_to_numpy=True, normalize_embeddings=True)
+                ranking = exact_search([e.example_id for e in examples], q, pool_ids, d, 100)
+                run = {k: [i for i, _ in v] for k, v in ranking.items()}
+                frames.append(per_query_measures(examples, run, variant))
+        model.train()
+        frame = pd.concat(frames, ignore_index=True)
+        return {m: round(float(frame[m].mean()), 6) for m in MEASURES}
+
+    candidates, best_state, best = [], None, None
     losses, t0 = [], time.perf_counter()
     for step in range(steps):
         epoch, k = divmod(step, per_epoch)
@@ -102,6 +126,16 @@ def fine_tune(
         losses.append(float(loss.detach()))
         if (step + 1) % 20 == 0 or step + 1 == steps:
             log(f"[{variant}] step {step + 1}/{steps} loss {losses[-1]:.4f}")
+        if validation and ((step + 1) % per_epoch == 0 or step + 1 == steps):
+            value = validate()
+            epoch = round((step + 1) / per_epoch, 6)
+            candidates.append({"epoch": epoch, "validation": value})
+            log(f"[{variant}] epoch {epoch}: validation {measure} {value[measure]:.4f}")
+            if best is None or value[measure] > best["validation"][measure]:
+                best = candidates[-1]
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    if best_state is not None:
+        model.load_state_dict(best_state)
     model.eval()
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     model.save(str(out_dir))
@@ -113,6 +147,18 @@ def fine_tune(
         "seconds": round(time.perf_counter() - t0, 3),
         "first_loss": losses[0],
         "last_loss": losses[-1],
+        "selection": {
+            "unit": "epoch",
+            "measure": measure,
+            "validation_examples": sum(len(v[0]) for v in validation),
+            "candidates": candidates,
+            "chosen": best["epoch"] if best else None,
+            "note": (
+                "the epoch best on the validation split is kept"
+                if best
+                else "no validation examples: the last epoch is kept"
+            ),
+        },
     }
 
 
@@ -131,23 +177,36 @@ def fine_tune_dense(
     import torch
 
     from personalir.ttp.baselines import history_aware_text, history_word_budget
+    from personalir.ttp.data import ItemCorpus
+    from personalir.ttp.selection import SelectionSettings, candidate_pool
 
     torch.set_num_threads(threads)
     corpus = merge_corpora(items_paths)
     fields, maxf = item_fields(ttp), int(ttp["items"]["max_features"])
-    queries, items, ids = [], [], []
-    for p in examples_paths:
-        for ex in read_examples(p):
+    budget = history_word_budget(int(ttp["dense"]["max_length"]))
+
+    def query_text(ex):
+        if variant != "history_aware":
+            return ex.query
+        hist = [corpus[i].text(fields, maxf) for i in ex.selected_history or []]
+        return history_aware_text(ex.query, hist, budget)
+
+    selection = SelectionSettings.from_config(ttp)
+    queries, items, ids, validation = [], [], [], []
+    for p, items_path in zip(examples_paths, items_paths, strict=True):
+        examples = read_examples(p)
+        for ex in examples:
             if ex.split != "train":
                 continue
-            if variant == "history_aware":
-                hist = [corpus[i].text(fields, maxf) for i in ex.selected_history or []]
-                budget = history_word_budget(int(ttp["dense"]["max_length"]))
-                queries.append(history_aware_text(ex.query, hist, budget))
-            else:
-                queries.append(ex.query)
+            queries.append(query_text(ex))
             items.append(corpus[ex.target].text(fields, maxf))
             ids.append(ex.target)
+        valid = [ex for ex in examples if ex.split == "valid"]
+        if valid:
+            set_corpus = ItemCorpus.read(items_path)
+            pool = candidate_pool(valid, set_corpus, selection.pool_size, seed)
+            texts = [set_corpus[i].text(fields, maxf) for i in pool]
+            validation.append((valid, [query_text(ex) for ex in valid], pool, texts))
     report = fine_tune(
         ttp["dense"]["model"],
         queries,
@@ -157,6 +216,8 @@ def fine_tune_dense(
         out_dir,
         seed=seed,
         variant=variant,
+        validation=validation,
+        measure=selection.measure,
         log=log,
     )
     write_json(report_out, report)

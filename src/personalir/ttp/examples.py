@@ -32,6 +32,8 @@ def cap_examples(examples: list[Example], split_cfg: Mapping) -> list[Example]:
             if cap is not None and per_label[ex.label] >= cap:
                 continue
             per_label[ex.label] += 1
+        elif ex.split == "valid":
+            pass  # validation examples are not capped (model selection reads them all)
         else:
             cap = split_cfg["max_train_per_set"]
             if cap is not None and train >= cap:

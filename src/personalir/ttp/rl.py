@@ -211,6 +211,57 @@ def total_steps(n_prompts: int, settings: GRPOSettings) -> int:
     return min(steps, settings.max_steps) if settings.max_steps else steps
 
 
+def step_candidates(candidates_dir: str | Path) -> list[dict]:
+    """``{"step", "path"}`` of every saved step candidate, in step order."""
+    return sorted(
+        (
+            {"step": int(p.stem.split("-")[1]), "path": p}
+            for p in Path(candidates_dir).glob("step-*.safetensors")
+        ),
+        key=lambda c: c["step"],
+    )
+
+
+def _step_callback(model, *, stop_at: int | None, candidates_dir: str | Path | None):
+    """A transformers callback that saves the trainable weights after every step (the
+    candidates of model selection) and ends training after ``stop_at`` steps. The learning
+    rate schedule is not touched, so a run stopped at step k equals step k of a longer one."""
+    from safetensors.torch import save_file
+    from transformers import TrainerCallback
+
+    class StepCandidates(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if candidates_dir is not None:
+                path = Path(candidates_dir) / f"step-{state.global_step:06d}.safetensors"
+                tmp = path.with_name(path.name + ".tmp")
+                weights = {
+                    n: p.detach().contiguous()
+                    for n, p in model.named_parameters()
+                    if p.requires_grad
+                }
+                save_file(weights, tmp)
+                tmp.replace(path)
+            if stop_at is not None and state.global_step >= stop_at:
+                control.should_training_stop = True
+            return control
+
+    return StepCandidates()
+
+
+def load_step_candidate(model, path: str | Path) -> None:
+    """Put a step candidate's weights into the policy's trainable parameters."""
+    import torch
+    from safetensors.torch import load_file
+
+    params = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    saved = load_file(str(path))
+    if set(saved) != set(params):
+        raise ValueError(f"{path}: saved parameters do not match the policy's trainable ones")
+    with torch.no_grad():
+        for n, p in params.items():
+            p.copy_(saved[n])
+
+
 def train_grpo(
     model,
     tokenizer,
@@ -222,11 +273,15 @@ def train_grpo(
     encoder: TTPEncoder,
     seed: int,
     resume: bool = True,
+    stop_at: int | None = None,
+    candidates_dir: str | Path | None = None,
     log=print,
 ) -> tuple[object, dict]:
     """Run TRL's GRPO with the TTP rewards and the contrastive term. Returns (trainer,
     summary). Checkpoints are TRL/transformers checkpoints under ``out_dir``; with
-    ``resume`` the latest is continued (the caller clears checkpoints of other runs)."""
+    ``resume`` the latest is continued (the caller clears checkpoints of other runs).
+    ``candidates_dir``: save the trainable weights after every step there; ``stop_at``: end
+    after that many steps (of the schedule of the configured ones)."""
     from transformers.trainer_utils import get_last_checkpoint
 
     from personalir.ttp.prompts import EMB
@@ -253,6 +308,10 @@ def train_grpo(
         item_texts=item_texts,
         seed=seed,
     )
+    if candidates_dir is not None:
+        Path(candidates_dir).mkdir(parents=True, exist_ok=True)
+    if stop_at is not None or candidates_dir is not None:
+        trainer.add_callback(_step_callback(model, stop_at=stop_at, candidates_dir=candidates_dir))
     copied = sync_reference(trainer.model)
     last = get_last_checkpoint(out_dir) if resume else None
     if last:
@@ -260,6 +319,8 @@ def train_grpo(
     trainer.train(resume_from_checkpoint=last)
     return trainer, {
         "steps": steps,
+        "completed_steps": int(trainer.state.global_step),
+        "stop_at": stop_at,
         "prompts": len(dataset),
         "resumed_from": str(last) if last else None,
         "reference_tensors_synced": copied,

@@ -29,6 +29,7 @@ def run_method(
     run_out: str | Path,
     info_out: str | Path,
     model_cache: str | None = None,
+    encoding_cache: str | None = None,
     log=print,
 ) -> dict:
     import torch
@@ -53,6 +54,7 @@ def run_method(
         models=dict(models),
         rewrites=rewrites,
         model_cache=model_cache or None,
+        encoding_cache=encoding_cache or None,
     )
     params = PERSONAL_RETRIEVERS.get(method).params_from_config(ttp)
     retriever = build_retriever(method, ctx, params)

@@ -260,14 +260,67 @@ def latest_checkpoint(ckpt_dir: Path, key: str | None = None) -> Path | None:
 
 
 def discard_other_runs(ckpt_dir: Path, key: str) -> int:
-    """Remove the checkpoints (and half-written ones) that are not of run ``key``."""
+    """Remove the checkpoints (and half-written ones) and the epoch candidates that are not
+    of run ``key``."""
     removed = 0
     for p in sorted(ckpt_dir.glob("step-*")):
         state = p / "state.json"
         if not state.exists() or json.loads(state.read_text()).get("run_key") != key:
             shutil.rmtree(p)
             removed += 1
+    for p in sorted(ckpt_dir.glob("epoch-*.safetensors")):
+        if _candidate_meta(p).get("run_key") != key:
+            p.unlink()
+            removed += 1
     return removed
+
+
+# -------------------------------------------------------------------- epoch candidates
+def _candidate_meta(path: Path) -> dict:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            return dict(fh.metadata() or {})
+    except Exception:  # a half-written or damaged candidate belongs to no run
+        return {}
+
+
+def save_candidate(path: Path, model, key: str, step: int, epoch: float) -> None:
+    """The trainable weights after ``step`` (the end of epoch ``epoch``), for model selection
+    on the validation split (:mod:`personalir.ttp.selection`); written atomically."""
+    from safetensors.torch import save_file
+
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(
+        {n: p.detach().contiguous() for n, p in _trainable(model).items()},
+        tmp,
+        metadata={"run_key": key, "step": str(step), "epoch": repr(epoch)},
+    )
+    tmp.replace(path)
+
+
+def epoch_candidates(ckpt_dir: str | Path, key: str | None = None) -> list[dict]:
+    """``{"epoch", "step", "path"}`` of every epoch candidate (of run ``key``), in order."""
+    out = []
+    for p in sorted(Path(ckpt_dir).glob("epoch-*.safetensors")):
+        meta = _candidate_meta(p)
+        if meta and (key is None or meta.get("run_key") == key):
+            out.append({"epoch": float(meta["epoch"]), "step": int(meta["step"]), "path": p})
+    return sorted(out, key=lambda c: c["step"])
+
+
+def load_trainable(model, path: str | Path) -> None:
+    """Copy saved trainable weights (a checkpoint's or a candidate's) into ``model``."""
+    from safetensors.torch import load_file
+
+    params = _trainable(model)
+    saved = load_file(str(path))
+    if set(saved) != set(params):
+        raise ValueError(f"{path}: saved parameters do not match the model's trainable ones")
+    with torch.no_grad():
+        for n, p in params.items():
+            p.copy_(saved[n])
 
 
 def load_checkpoint(path: Path, model, optimizer) -> tuple[int, list[dict]]:
@@ -305,7 +358,9 @@ def train(
     stop_after: int | None = None,
     log=print,
 ) -> dict:
-    """Train (or resume) and write ``adapter/``, ``loss.json``; return the training report.
+    """Train (or resume) and write ``adapter/`` (the last step's weights), ``loss.json`` and
+    the weights at the end of every epoch (``checkpoints/epoch-*.safetensors``, the
+    candidates of model selection); return the training report.
 
     ``stop_after`` ends the run after that many steps of this call (tests of resumption).
     """
@@ -323,6 +378,7 @@ def train(
         params, lr=settings.learning_rate, weight_decay=settings.weight_decay
     )
     steps = total_steps(len(rows), settings)
+    per_epoch = max(1, math.ceil(len(rows) / settings.batch_size))
     warmup = int(round(settings.warmup_ratio * steps))
     accelerator = Accelerator(cpu=not torch.cuda.is_available())
     module, optimizer = accelerator.prepare(module, optimizer)
@@ -366,6 +422,11 @@ def train(
                 "seconds": round(time.perf_counter() - t0, 4),
             }
         )
+        if (step + 1) % per_epoch == 0 or step + 1 == steps:
+            epoch = round((step + 1) / per_epoch, 6)
+            save_candidate(
+                ckpt_dir / f"epoch-{step + 1:06d}.safetensors", peft_model, key, step + 1, epoch
+            )
         if (step + 1) % max(1, settings.checkpoint_every) == 0 or step + 1 == steps:
             save_checkpoint(
                 ckpt_dir / f"step-{step + 1:06d}", peft_model, optimizer, step + 1, history, key
@@ -395,6 +456,7 @@ def train(
         "tokens_per_s": round(tokens_run / elapsed, 2) if elapsed > 0 and steps_run else None,
         "trainable_parameters": int(sum(p.numel() for p in params)),
     }
+    report["run_key"] = key
     if finished:
         peft_model.save_pretrained(out_dir / "adapter")
         write_json(out_dir / "loss.json", history)

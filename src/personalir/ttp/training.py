@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from personalir.common.io import write_json
+from personalir.common.io import read_json, write_json
 from personalir.ttp.data import item_fields, merge_corpora
 
 
@@ -36,11 +36,63 @@ def prepare(
     return {"backbone": info.description, "seconds": round(time.perf_counter() - t0, 3)}
 
 
+def validation_scorer(
+    examples_paths: Sequence[str | Path],
+    items_paths: Sequence[str | Path],
+    ttp: Mapping,
+    sft_settings,
+    seed: int,
+):
+    """The validation examples of every example set with their set's items
+    (:class:`personalir.ttp.selection.ValidationScorer`)."""
+    from personalir.ttp.data import ItemCorpus, read_examples
+    from personalir.ttp.selection import SelectionSettings, ValidationScorer
+
+    if len(examples_paths) != len(items_paths):
+        raise ValueError("one items file per examples file is needed for model selection")
+    sets = [
+        (read_examples(e), ItemCorpus.read(i))
+        for e, i in zip(examples_paths, items_paths, strict=True)
+    ]
+    return ValidationScorer(sets, SelectionSettings.from_config(ttp), sft_settings, seed=seed)
+
+
+def select_candidate(
+    candidates: Sequence[dict], load, scorer, encoder, unit: str, log=print
+) -> dict:
+    """Score each candidate (``load(candidate)`` puts its weights in place) on the
+    validation split, leave the chosen one's weights in place; the selection record."""
+    from personalir.ttp.selection import choose, selection_record
+
+    if not scorer.examples:
+        chosen = candidates[-1] if candidates else None
+        if chosen is not None:
+            load(chosen)
+        record = selection_record([], chosen, scorer, unit)
+        record["note"] = f"no validation examples: the last {unit} is kept"
+        log(record["note"])
+        return record
+    scored = []
+    for cand in candidates:
+        load(cand)
+        value = scorer.score(encoder)
+        scored.append({unit: cand[unit], "validation": value})
+        log(
+            f"{unit} {cand[unit]}: validation {scorer.settings.measure} "
+            f"{value[scorer.settings.measure]:.4f} ({value['seconds']:.1f}s)"
+        )
+    best = choose(scored, scorer.settings.measure)
+    load(next(c for c in candidates if c[unit] == best[unit]))
+    log(f"kept {unit} {best[unit]} of {len(candidates)}")
+    return selection_record(scored, best, scorer, unit)
+
+
 def run_sft(
     *,
     backbone: str | Path,
     sft_paths: Sequence[str | Path],
     items_paths: Sequence[str | Path],
+    examples_paths: Sequence[str | Path],
     ttp: Mapping,
     seed: int,
     out_dir: str | Path,
@@ -51,7 +103,13 @@ def run_sft(
     import torch
 
     from personalir.ttp.model import LoraSettings, TTPEncoder, attach_lora, load_backbone
-    from personalir.ttp.sft import SFTSettings, build_rows, train
+    from personalir.ttp.sft import (
+        SFTSettings,
+        build_rows,
+        epoch_candidates,
+        load_trainable,
+        train,
+    )
 
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
@@ -82,6 +140,27 @@ def run_sft(
     rows = build_rows(records, corpus, encoder, settings)
     t1 = time.perf_counter()
     report = train(peft_model, encoder, rows, settings, out_dir, seed=seed, log=log)
+    t2 = time.perf_counter()
+    if report["finished"]:
+        scorer = validation_scorer(examples_paths, items_paths, ttp, settings, seed)
+        eval_encoder = TTPEncoder(
+            peft_model,
+            tok,
+            max_query_tokens=settings.max_query_tokens,
+            max_item_tokens=settings.max_item_tokens,
+            batch_size=int(ttp["inference"]["batch_size"]),
+        )
+        candidates = epoch_candidates(Path(out_dir) / "checkpoints", report["run_key"])
+        report["selection"] = select_candidate(
+            candidates,
+            lambda c: load_trainable(peft_model, c["path"]),
+            scorer,
+            eval_encoder,
+            "epoch",
+            log=log,
+        )
+        peft_model.save_pretrained(Path(out_dir) / "adapter")
+        report["seconds_selection"] = round(time.perf_counter() - t2, 3)
     report.update(
         backbone=info.description,
         seed=seed,
@@ -102,6 +181,7 @@ def run_grpo(
     sft_adapter: str | Path,
     sft_paths: Sequence[str | Path],
     items_paths: Sequence[str | Path],
+    examples_paths: Sequence[str | Path],
     ttp: Mapping,
     variant: str,
     seed: int,
@@ -109,9 +189,15 @@ def run_grpo(
     report_out: str | Path,
     log_out: str | Path,
     threads: int,
+    selection_from: str | Path | None = None,
     log=print,
 ) -> dict:
     """Rule ttp_rl: GRPO of one variant from the SFT adapter (:mod:`personalir.ttp.grpo`).
+
+    Without ``selection_from`` the variant chooses its step count on the validation split
+    (every step's weights are a candidate, :mod:`personalir.ttp.selection`); with it (the
+    report of the variant that chose, ``full``), the variant trains that many steps of the
+    same schedule, so every ablation gets the full system's training budget.
 
     Writes ``out_dir/adapter/`` (the RL adapter, loadable like the SFT one), the per-step
     log of TRL's metrics (reward components, KL, losses, selection) and a report.
@@ -162,7 +248,10 @@ def run_grpo(
     )
     out_dir = Path(out_dir)
     ckpt = out_dir / "checkpoints"
-    key = grpo_run_key(section, chosen, seed, sft_adapter)
+    stop_at = None
+    if selection_from is not None:
+        stop_at = int(read_json(selection_from)["selection"]["chosen"])
+    key = grpo_run_key({**section, "stop_at": stop_at}, chosen, seed, sft_adapter)
     key_file = ckpt / "run_key.txt"
     if ckpt.exists() and (not key_file.exists() or key_file.read_text().strip() != key):
         shutil.rmtree(ckpt)
@@ -179,9 +268,29 @@ def run_grpo(
         str(ckpt),
         encoder=encoder,
         seed=seed,
+        stop_at=stop_at,
+        candidates_dir=None if stop_at is not None else ckpt / "candidates",
         log=log,
     )
     t2 = time.perf_counter()
+    if stop_at is None:
+        scorer = validation_scorer(examples_paths, items_paths, ttp, sft, seed)
+        selection = select_candidate(
+            rl.step_candidates(ckpt / "candidates"),
+            lambda c: rl.load_step_candidate(model, c["path"]),
+            scorer,
+            encoder,
+            "step",
+            log=log,
+        )
+    else:
+        selection = {
+            "unit": "step",
+            "chosen": stop_at,
+            "from": str(selection_from),
+            "note": "trained for the step count the selecting variant chose on validation",
+        }
+    t3 = time.perf_counter()
     rl.save_rl_adapter(trainer.model, sft_adapter, out_dir / "adapter")
     history = [h for h in trainer.state.log_history if "loss" in h and "step" in h]
     write_json(log_out, history)
@@ -197,7 +306,9 @@ def run_grpo(
         **summary,
         "seconds_setup": round(t1 - t0, 3),
         "seconds_train": round(t2 - t1, 3),
-        "steps_per_s": round(summary["steps"] / max(t2 - t1, 1e-9), 4),
+        "seconds_selection": round(t3 - t2, 3),
+        "selection": selection,
+        "steps_per_s": round(summary["completed_steps"] / max(t2 - t1, 1e-9), 4),
         "rollout_tokens_per_s": round(
             n_completion * settings.prompts_per_step * settings.group_size / max(t2 - t1, 1e-9), 2
         ),

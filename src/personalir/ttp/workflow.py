@@ -67,6 +67,9 @@ def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]
     if method_class(method).needs_rewrites:
         out["rewrites"] = f"{res}/ttp/{example_set}/runs/ttp.info.json"
     add_if_used("backbone", f"{res}/ttp/backbone", "config.json", "model.safetensors")
+    donor = encoding_donor(config, method)
+    if donor:  # runs after the donor, whose item encodings it reads from the cache
+        out["encodings_from"] = f"{res}/ttp/{example_set}/runs/{donor}.info.json"
     adapter = getattr(method_class(method), "adapter", "sft")
     add_if_used(
         "adapter",
@@ -75,6 +78,24 @@ def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]
         "adapter_model.safetensors",
     )
     return out
+
+
+def encoding_donor(config: Mapping, method: str) -> str | None:
+    """The configured method whose item encodings ``method`` reuses: a TTP retrieval
+    without the rewrite (w/o Intent-Q) reads those of the method with the same adapter that
+    generates it, when both are configured."""
+    cls = method_class(method)
+    if getattr(cls, "intent_q", True) or not hasattr(cls, "adapter"):
+        return None
+    for other in config["ttp"]["methods"]:
+        o = method_class(other)
+        if (
+            other != method
+            and getattr(o, "intent_q", False)
+            and getattr(o, "adapter", None) == (cls.adapter)
+        ):
+            return other
+    return None
 
 
 def adapter_dir(results_dir: str, adapter: str) -> str:
@@ -108,6 +129,19 @@ def rl_variants(config: Mapping) -> list[str]:
             f"ttp.methods need RL variants {unknown} that ttp.rl.variants does not define"
         )
     return needed if rl["enabled"] else []
+
+
+# The RL variant that chooses the GRPO step count on the validation split; the others train
+# for the count it chose (the same budget for every ablation).
+SELECTING_RL_VARIANT = "full"
+
+
+def rl_selection_input(config: Mapping, variant: str) -> dict[str, str]:
+    """``{"selection": report}`` of the selecting variant for every other variant when the
+    workflow trains it; empty for the selecting variant (or when it is not trained)."""
+    if variant == SELECTING_RL_VARIANT or SELECTING_RL_VARIANT not in rl_variants(config):
+        return {}
+    return {"selection": f"{config['results_dir']}/ttp/rl/{SELECTING_RL_VARIANT}.report.json"}
 
 
 def rl_threads(config: Mapping) -> int:
