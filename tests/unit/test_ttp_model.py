@@ -23,7 +23,14 @@ from personalir.ttp.model import (
     save_backbone,
     shared_prefix_length,
 )
-from personalir.ttp.prompts import EMB, SPECIAL_TOKENS, parse_generated, query_prompt, target_text
+from personalir.ttp.prompts import (
+    embedding_token,
+    parse_generated,
+    query_prompt,
+    special_tokens,
+    target_text,
+    use_embedding_token,
+)
 from personalir.ttp.sft import (
     SFTDataError,
     SFTSettings,
@@ -55,7 +62,7 @@ def test_special_tokens_mean_init_and_untied_head(backbone_dir):
     old = base.get_input_embeddings().weight.detach()
     model, tok, info = load_backbone(backbone_dir / "backbone")
     assert info.architecture == "Qwen2ForCausalLM"
-    ids = tok.convert_tokens_to_ids(list(SPECIAL_TOKENS))
+    ids = tok.convert_tokens_to_ids(list(special_tokens()))
     assert ids == list(range(old.shape[0], old.shape[0] + 3))
     emb = model.get_input_embeddings().weight.detach()
     for tid in ids:
@@ -317,7 +324,7 @@ def test_training_resumes_to_the_same_weights(backbone_dir, tmp_path):
     enc = TTPEncoder(load_adapter(model, tmp_path / "full" / "adapter"), tok, batch_size=2)
     out = enc.generate([query_prompt(tok, [], "capo")] * 2, 4)
     assert len(out) == 2
-    assert EMB in tok.get_vocab()
+    assert embedding_token() == "<embed>" and "<embed>" in tok.get_vocab()
 
 
 def test_generate_and_embed_equals_encoding_the_generated_sequence(backbone_dir):
@@ -335,3 +342,37 @@ def test_generate_and_embed_equals_encoding_the_generated_sequence(backbone_dir)
         assert ids.count(enc.emb_id) == 1
         ref = enc.encode_ids([enc.prompt_ids(prompt) + ids])[0]
         assert np.allclose(ref, emb, atol=1e-5)
+
+
+def test_the_embedding_token_is_configurable_and_travels_with_the_backbone(tmp_path):
+    """``backbone.embedding_token: <emb>`` (the reference code's name): the backbone is
+    prepared with it, loading the backbone makes it the process's token, and prompts,
+    targets, parsing and the format reward all use it."""
+    from personalir.ttp.rewards import format_reward
+
+    src = build_tiny_causal_lm(tmp_path / "src", architecture="qwen2", tie_word_embeddings=True)
+    try:
+        model, tok, info = prepare_backbone(
+            BackboneConfig(model=str(src), embedding_token="<emb>"), 7
+        )
+        save_backbone(model, tok, info, tmp_path / "bb")
+        assert sorted(info.special_token_ids, key=info.special_token_ids.get) == [
+            "<think>",
+            "</think>",
+            "<emb>",
+        ]
+        use_embedding_token("<embed>")
+        model, tok, _ = load_backbone(tmp_path / "bb")
+        assert embedding_token() == "<emb>" and "<embed>" not in tok.get_vocab()
+        assert target_text("red capo") == "<think>red capo</think><emb>"
+        assert parse_generated("<think>red capo</think><emb>") == ("red capo", True)
+        assert format_reward("<think>red capo</think><emb>") == 0.0
+        assert format_reward("<think>red capo</think><embed>") == -1.0
+        enc = TTPEncoder(model, tok)
+        assert enc.emb_id == tok.convert_tokens_to_ids("<emb>")
+        with pytest.raises(ValueError, match="must look like"):
+            use_embedding_token("emb")
+        with pytest.raises(ValueError, match="must differ"):
+            use_embedding_token("<think>")
+    finally:
+        use_embedding_token("<embed>")

@@ -33,7 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-from personalir.ttp.prompts import EMB, SPECIAL_TOKENS, THINK_CLOSE, THINK_OPEN
+from personalir.ttp.prompts import (
+    THINK_CLOSE,
+    THINK_OPEN,
+    embedding_token,
+    special_tokens,
+    use_embedding_token,
+)
 
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 BACKBONE_INFO = "ttp_backbone.json"
@@ -47,6 +53,7 @@ class BackboneConfig:
     init_noise_std: float = 0.01
     dtype: str = "float32"
     allow_download: bool = False
+    embedding_token: str = "<embed>"
 
     @classmethod
     def from_config(cls, section: dict) -> BackboneConfig:
@@ -105,6 +112,7 @@ def prepare_backbone(cfg: BackboneConfig, seed: int, model_cache: str | Path | N
     from personalir.common.causal_lm import load_causal_lm
     from personalir.common.models import resolve_model
 
+    use_embedding_token(cfg.embedding_token)
     ref = resolve_model(cfg.model, allow_download=cfg.allow_download)
     if ref.gguf_file:
         model, tokenizer = load_causal_lm(ref, cache_dir=model_cache)
@@ -124,8 +132,9 @@ def prepare_backbone(cfg: BackboneConfig, seed: int, model_cache: str | Path | N
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
-    tokenizer.add_tokens(list(SPECIAL_TOKENS), special_tokens=True)
-    ids = tokenizer.convert_tokens_to_ids(list(SPECIAL_TOKENS))
+    added = list(special_tokens())
+    tokenizer.add_tokens(added, special_tokens=True)
+    ids = tokenizer.convert_tokens_to_ids(added)
     was_tied = bool(getattr(model.config, "tie_word_embeddings", False))
     old = model.get_input_embeddings().weight.detach().clone()
     model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
@@ -154,7 +163,7 @@ def prepare_backbone(cfg: BackboneConfig, seed: int, model_cache: str | Path | N
         num_layers_original=original,
         hidden_size=int(model.config.hidden_size),
         parameters=int(sum(p.numel() for p in model.parameters())),
-        special_token_ids=dict(zip(SPECIAL_TOKENS, ids, strict=True)),
+        special_token_ids=dict(zip(added, ids, strict=True)),
     )
     info.description = describe_backbone(info)
     return model, tokenizer, info
@@ -187,6 +196,10 @@ def load_backbone(path: str | Path, dtype: str = "float32"):
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype))
     info = BackboneInfo(**json.loads((path / BACKBONE_INFO).read_text()))
+    names = sorted(info.special_token_ids, key=info.special_token_ids.get)  # order added
+    if len(names) != 3 or names[:2] != [THINK_OPEN, THINK_CLOSE]:
+        raise ValueError(f"{path / BACKBONE_INFO}: special tokens {names} are not TTP's")
+    use_embedding_token(names[2])  # the token this backbone was prepared with
     return model, tokenizer, info
 
 
@@ -199,7 +212,7 @@ def attach_lora(model, tokenizer, lora: LoraSettings, *, seed: int):
 
     from personalir.common.seeding import derive_seed
 
-    ids = tokenizer.convert_tokens_to_ids(list(SPECIAL_TOKENS))
+    ids = tokenizer.convert_tokens_to_ids(list(special_tokens()))
     trainable = {"embed_tokens": ids}
     if not getattr(model.config, "tie_word_embeddings", False):
         trainable["lm_head"] = ids
@@ -251,7 +264,9 @@ class TTPEncoder:
     ):
         self.model = model
         self.tokenizer = tokenizer
-        self.emb_id = tokenizer.convert_tokens_to_ids(EMB)
+        self.emb_id = tokenizer.convert_tokens_to_ids(embedding_token())
+        if self.emb_id is None or self.emb_id == tokenizer.unk_token_id:
+            raise ValueError(f"the tokenizer has no {embedding_token()} token (not a TTP backbone)")
         self.think_ids = tokenizer.convert_tokens_to_ids([THINK_OPEN, THINK_CLOSE])
         self.max_query_tokens = max_query_tokens
         self.max_item_tokens = max_item_tokens

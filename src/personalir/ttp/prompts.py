@@ -10,14 +10,43 @@ Query side (chat template, generation prompt appended)::
 
 Passage side (no chat template): ``{item text}<embed>``. The embedding of either side is the
 last layer's hidden state at the last ``<embed>``.
+
+The embedding token is ``<embed>`` as in the paper unless ``ttp.backbone.embedding_token``
+names another (the reference code's checkpoints use ``<emb>``). The prepared backbone
+records it (its special tokens, in order), and loading a backbone makes it this process's
+embedding token (:func:`use_embedding_token`); every prompt, target, parse and reward reads
+it through :func:`embedding_token`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-THINK_OPEN, THINK_CLOSE, EMB = "<think>", "</think>", "<embed>"
-SPECIAL_TOKENS = (THINK_OPEN, THINK_CLOSE, EMB)
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+DEFAULT_EMBEDDING_TOKEN = "<embed>"
+_EMBEDDING_TOKEN = [DEFAULT_EMBEDDING_TOKEN]
+_TOKEN_RE = re.compile(r"<[A-Za-z0-9_|-]+>")
+
+
+def use_embedding_token(name: str) -> None:
+    """Make ``name`` the embedding token of this process (the backbone's)."""
+    if not isinstance(name, str) or not _TOKEN_RE.fullmatch(name):
+        raise ValueError(f"embedding token {name!r} must look like <name> (letters, digits, _|-)")
+    if name in (THINK_OPEN, THINK_CLOSE):
+        raise ValueError(f"embedding token {name!r} must differ from {THINK_OPEN}, {THINK_CLOSE}")
+    _EMBEDDING_TOKEN[0] = name
+
+
+def embedding_token() -> str:
+    return _EMBEDDING_TOKEN[0]
+
+
+def special_tokens() -> tuple[str, str, str]:
+    """The three tokens the backbone adds, in the order it adds them."""
+    return (THINK_OPEN, THINK_CLOSE, embedding_token())
+
+
 INSTRUCTION = (
     "Given the user's purchase history and query, think about what the user wants, rewrite "
     "the query, then embed it."
@@ -51,11 +80,11 @@ def query_prompt(
 
 
 def target_text(rewrite: str) -> str:
-    return f"{THINK_OPEN}{rewrite}{THINK_CLOSE}{EMB}"
+    return f"{THINK_OPEN}{rewrite}{THINK_CLOSE}{embedding_token()}"
 
 
 def passage_text(item_text: str) -> str:
-    return f"{item_text}{EMB}"
+    return f"{item_text}{embedding_token()}"
 
 
 def parse_generated(text: str) -> tuple[str, bool]:
@@ -64,5 +93,5 @@ def parse_generated(text: str) -> tuple[str, bool]:
     if THINK_OPEN in body:
         body = body.split(THINK_OPEN, 1)[1]
     well_formed = text.lstrip().startswith(THINK_OPEN) and THINK_CLOSE in text
-    rewrite = body.split(THINK_CLOSE, 1)[0].split(EMB, 1)[0]
+    rewrite = body.split(THINK_CLOSE, 1)[0].split(embedding_token(), 1)[0]
     return " ".join(rewrite.split()), well_formed

@@ -25,13 +25,14 @@ unit tests can check golden values without a model.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from personalir.ttp.prompts import EMB, THINK_CLOSE, THINK_OPEN
+from personalir.ttp.prompts import THINK_CLOSE, THINK_OPEN, embedding_token
 
 ORIGINAL = -1  # select_positives: "the original query" instead of a rollout index
 
@@ -64,7 +65,10 @@ class RewardSettings:
         )
 
 
-def format_pattern(think_open: str = THINK_OPEN, think_close: str = THINK_CLOSE, emb: str = EMB):
+@functools.cache
+def format_pattern(
+    think_open: str = THINK_OPEN, think_close: str = THINK_CLOSE, emb: str = "<embed>"
+) -> re.Pattern:
     specials = "|".join(re.escape(t) for t in (think_open, think_close, emb))
     body = rf"(?:(?!{specials})[\s\S])*"
     return re.compile(
@@ -72,11 +76,10 @@ def format_pattern(think_open: str = THINK_OPEN, think_close: str = THINK_CLOSE,
     )
 
 
-FORMAT_RE = format_pattern()
-
-
-def format_reward(output: str, pattern: re.Pattern = FORMAT_RE) -> float:
-    """0 when ``output`` is ``<think>rewrite</think><embed>`` (rewrite non-blank), else -1."""
+def format_reward(output: str, pattern: re.Pattern | None = None) -> float:
+    """0 when ``output`` is ``<think>rewrite</think><embed>`` (rewrite non-blank; the
+    process's embedding token), else -1."""
+    pattern = pattern or format_pattern(THINK_OPEN, THINK_CLOSE, embedding_token())
     m = pattern.fullmatch(output)
     return 0.0 if m is not None and m.group("rewrite").strip() else -1.0
 

@@ -284,9 +284,9 @@ def train_grpo(
     after that many steps (of the schedule of the configured ones)."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    from personalir.ttp.prompts import EMB
+    from personalir.ttp.prompts import embedding_token
 
-    emb_id = tokenizer.convert_tokens_to_ids(EMB)
+    emb_id = tokenizer.convert_tokens_to_ids(embedding_token())
     eos = [emb_id] + ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])
     model.generation_config.eos_token_id = eos
     model.generation_config.pad_token_id = tokenizer.pad_token_id
