@@ -40,9 +40,8 @@ def main() -> int:
     import torch
 
     from personalir.ttp import grpo, rl
-    from personalir.ttp.data import Example, item_fields, merge_corpora
-    from personalir.ttp.model import TTPEncoder
-    from personalir.ttp.sft import SFTSettings, build_prompt
+    from personalir.ttp.data import merge_corpora
+    from personalir.ttp.sft import ttp_encoder
 
     torch.set_num_threads(args.threads)
     cfg = load_config(args.config)
@@ -58,22 +57,9 @@ def main() -> int:
     corpus = merge_corpora([res / "ttp" / s / "items.parquet" for s in sets])
     section = grpo.variant_settings(ttp["rl"], "full")
     settings = grpo.GRPOSettings.from_config({**section, "max_steps": args.steps})
-    chosen = grpo.rl_records(records, settings.data_share)
     model, tok, info = rl.load_policy(str(res / "ttp/backbone"), str(res / "ttp/sft/adapter"))
-    fields = item_fields(ttp)
-    sft = SFTSettings.from_config(
-        {**ttp["sft"], "item_fields": fields, "max_features": ttp["items"]["max_features"]}
-    )
-    prompts = {
-        r["example_id"]: build_prompt(Example.from_record(r, "bench"), corpus, tok, sft)
-        for r in chosen
-    }
-    items = {
-        r["target"]: corpus[r["target"]].text(fields, ttp["items"]["max_features"]) for r in chosen
-    }
-    enc = TTPEncoder(
-        model, tok, max_query_tokens=sft.max_query_tokens, max_item_tokens=sft.max_item_tokens
-    )
+    chosen, sft, prompts, items = rl.rl_inputs(records, corpus, tok, ttp, settings.data_share)
+    enc = ttp_encoder(model, tok, sft, ttp)  # as the rule's GRPO builds it
     out: dict = {
         "machine": {"cpu": platform.processor() or platform.machine(), "threads": args.threads},
         "backbone": info.description,

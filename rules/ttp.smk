@@ -1,9 +1,10 @@
 # TTP stage (part 1): search log (written by the data stage's `sample_world` rule) -> examples
 # with selected histories -> teacher targets -> SFT of the TTP model; dense baselines'
-# fine-tuning; GRPO per RL variant; one run per (example set, method); evaluation with
-# bootstrap CIs; Tables 4, 6, 7, Figure 5, the paper's claims; loss and reward curves.
-# SFT and the generating runs (TTP, HyDE) take the workflow's `threads` (they scale on two
-# cores); the other jobs take one core each and fill the gaps of the other stages' jobs.
+# fine-tuning; Decoupled-Stage's rewriter and its rewrites; GRPO per RL variant; one run per
+# (example set, method); evaluation with bootstrap CIs; Tables 4, 6, 7, Figure 5, the paper's
+# claims; loss and reward curves. SFT, the rewriter and the generating jobs (TTP, HyDE,
+# rewrites) take the workflow's `threads` (they scale on two cores); the other jobs take one
+# core each and fill the gaps of the other stages' jobs.
 
 from personalir.ttp import workflow as ttp_wf
 
@@ -16,7 +17,7 @@ TTP_RL_VARIANTS = ttp_wf.rl_variants(config)
 wildcard_constraints:
     ttp_set="|".join(TTP_SETS),
     method="|".join(TTP_METHODS),
-    variant="dense|history_aware",
+    variant="dense|history_aware|decoupled",
     rl_variant="|".join(TTP_RL_VARIANTS) or "(?!)",
 
 
@@ -133,6 +134,72 @@ rule ttp_sft:
         " --report {output.report} > {log} 2>&1"
 
 
+rule ttp_rewriter:
+    """Decoupled-Stage's rewriter: the SFT recipe on the same targets, token loss only; the
+    epoch kept is the one whose validation rewrites the base dense model retrieves best."""
+    input:
+        backbone=results("ttp", "backbone", "config.json"),
+        backbone_weights=results("ttp", "backbone", "model.safetensors"),
+        sft=expand(results("ttp", "{ttp_set}", "sft.jsonl"), ttp_set=TTP_SETS),
+        corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
+        examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
+    output:
+        adapter=results("ttp", "rewriter", "adapter", "adapter_config.json"),
+        # ~20 MB like the SFT adapter's: temporary, not recorded by DVC.
+        adapter_weights=temp(results("ttp", "rewriter", "adapter", "adapter_model.safetensors")),
+        loss=results("ttp", "rewriter", "loss.json"),
+        report=results("ttp", "rewriter", "train.report.json"),
+    params:
+        ttp=params_json(
+            "ttp",
+            keys=("backbone", "lora", "sft", "items", "inference", "selection", "decoupled", "dense"),
+        ),
+        seed=config["seed"],
+    log:
+        logs("ttp", "rewriter.log"),
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    threads: ttp_wf.sft_threads(config)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_sft.py --rewriter --backbone $(dirname {input.backbone})"
+        " --sft {input.sft} --items {input.corpus} --examples {input.examples}"
+        " --seed {params.seed} --threads {threads}"
+        " --params {params.ttp:q} --adapter {output.adapter}"
+        " --adapter-weights {output.adapter_weights} --loss {output.loss}"
+        " --report {output.report} > {log} 2>&1"
+
+
+rule ttp_rewrites:
+    """The frozen rewriter's rewrite of every example of one set (train, valid, test)."""
+    input:
+        backbone=results("ttp", "backbone", "config.json"),
+        backbone_weights=results("ttp", "backbone", "model.safetensors"),
+        adapter=results("ttp", "rewriter", "adapter", "adapter_config.json"),
+        adapter_weights=results("ttp", "rewriter", "adapter", "adapter_model.safetensors"),
+        examples=results("ttp", "{ttp_set}", "examples.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+    output:
+        rewrites=results("ttp", "{ttp_set}", "rewrites.json"),
+    params:
+        ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference")),
+    log:
+        logs("ttp", "rewrites_{ttp_set}.log"),
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    threads: ttp_wf.sft_threads(config)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_rewrites.py --backbone $(dirname {input.backbone})"
+        " --adapter $(dirname {input.adapter}) --examples {input.examples}"
+        " --items {input.corpus} --threads {threads} --params {params.ttp:q}"
+        " --output {output.rewrites} > {log} 2>&1"
+
+
 rule ttp_rl:
     """GRPO (TRL) of one RL variant from the SFT adapter: rewards, KL, dynamic positives;
     `full` chooses the step count on the validation split, the other variants train as many."""
@@ -200,8 +267,10 @@ rule ttp_rl_figure:
 
 
 rule ttp_dense_ft:
-    """Contrastive fine-tuning of a dense baseline's bi-encoder on the training pairs."""
+    """Contrastive fine-tuning of a dense baseline's bi-encoder on the training pairs
+    (the query, the query with its history, or the rewriter's rewrite: `{variant}`)."""
     input:
+        unpack(lambda w: ttp_wf.dense_ft_inputs(config, w.variant)),
         examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
         corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
     output:
@@ -211,6 +280,7 @@ rule ttp_dense_ft:
     params:
         ttp=params_json("ttp", keys=("dense", "items", "selection")),
         seed=config["seed"],
+        rewrites=lambda w, input: ttp_wf.rewrites_option(dict(input)),
     log:
         logs("ttp", "dense_ft_{variant}.log"),
     resources:
@@ -221,8 +291,8 @@ rule ttp_dense_ft:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_dense_ft.py --variant {wildcards.variant}"
-        " --examples {input.examples} --items {input.corpus} --seed {params.seed}"
-        " --threads {threads} --params {params.ttp:q} --model {output.model}"
+        " --examples {input.examples} --items {input.corpus} {params.rewrites}"
+        " --seed {params.seed} --threads {threads} --params {params.ttp:q} --model {output.model}"
         " --weights {output.weights}"
         " --report {output.report} > {log} 2>&1"
 

@@ -16,8 +16,11 @@ OUTPUTS = {"model": "config.json", "weights": "model.safetensors"}
 
 def main() -> None:
     ap = parser(__doc__)
-    ap.add_argument("--variant", required=True, choices=["dense", "history_aware"])
+    ap.add_argument("--variant", required=True, choices=["dense", "history_aware", "decoupled"])
     ap.add_argument("--examples", nargs="+", required=True)
+    ap.add_argument(
+        "--rewrites", nargs="*", default=[], help="decoupled: the rewriter's rewrites per set"
+    )
     ap.add_argument("--items", nargs="+", required=True)
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--threads", type=int, default=1)
@@ -37,6 +40,7 @@ def main() -> None:
         out_dir=output_folder(named, OUTPUTS),
         report_out=args.report,
         threads=args.threads,
+        rewrites_paths=args.rewrites,
         log=log.info,
     )
     require_written(named)

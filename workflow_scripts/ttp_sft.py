@@ -1,4 +1,5 @@
-"""Rule ttp_sft: LoRA SFT of the TTP model on every example set's teacher targets."""
+"""Rules ttp_sft and ttp_rewriter: LoRA SFT on every example set's teacher targets (the TTP
+model; with --rewriter, Decoupled-Stage's rewriter, token loss only)."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import (
@@ -31,8 +32,11 @@ def main() -> None:
         option = name.replace("_", "-")
         ap.add_argument(f"--{option}", required=True, help=f"output: {OUTPUTS[name]}")
     ap.add_argument("--report", required=True)
+    ap.add_argument(
+        "--rewriter", action="store_true", help="Decoupled-Stage's rewriter (token loss only)"
+    )
     args = ap.parse_args()
-    log = setup_logging("ttp_sft")
+    log = setup_logging("ttp_rewriter" if args.rewriter else "ttp_sft")
     named = {name: getattr(args, name) for name in OUTPUTS}
     run_sft(
         backbone=args.backbone,
@@ -44,6 +48,7 @@ def main() -> None:
         out_dir=output_folder(named, OUTPUTS),
         report_out=args.report,
         threads=args.threads,
+        rewriter=args.rewriter,
         log=log.info,
     )
     require_written(named)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 import pandas as pd
 import pytest
@@ -88,6 +89,31 @@ def test_stage_outputs(ttp_run):
     for method in ("bm25", "dense", "p_prf", "hyde", "history_aware", "decoupled", "ttp"):
         lines = (res / f"ttp/Musical_Instruments/runs/{method}.trec").read_text().splitlines()
         assert {line.split()[0] for line in lines} == {e["example_id"] for e in test}
+    # Decoupled-Stage: a separate rewriter (token loss only, epoch chosen on validation by
+    # the base bi-encoder) rewrote every example; its retriever trained on the rewrites and
+    # the run retrieved with the test rewrites.
+    rewriter = json.loads((res / "ttp/rewriter/train.report.json").read_text())
+    assert rewriter["role"].startswith("rewriter") and rewriter["finished"]
+    assert rewriter["settings"]["contrastive_weight"] == 0.0
+    assert {
+        h["contrastive_loss"] for h in json.loads((res / "ttp/rewriter/loss.json").read_text())
+    } == {0.0}
+    assert rewriter["selection"]["chosen"] in [
+        c["epoch"] for c in rewriter["selection"]["candidates"]
+    ]
+    assert not (res / "ttp/rewriter/adapter/adapter_model.safetensors").exists()
+    rw = json.loads((res / "ttp/Musical_Instruments/rewrites.json").read_text())
+    assert set(rw["rewrites"]) == {e["example_id"] for e in examples}
+    assert rw["per_split"] == dict(sorted(Counter(e["split"] for e in examples).items()))
+    dec_ft = json.loads((res / "ttp/dense/decoupled.report.json").read_text())
+    assert dec_ft["variant"] == "decoupled" and dec_ft["examples"] == sum(
+        e["split"] == "train" for e in examples
+    )
+    dec = json.loads((res / "ttp/Musical_Instruments/runs/decoupled.info.json").read_text())
+    assert dec["models"] == {"decoupled": "results/ttp/dense/decoupled"}
+    assert {q: r["rewrite"] for q, r in dec["rewrites"].items()} == {
+        e["example_id"]: rw["rewrites"][e["example_id"]]["rewrite"] or e["query"] for e in test
+    }
     table = pd.read_csv(res / "ttp/table4.csv")
     assert list(table["Method"])[-2:] == ["TTP (SFT)", "TTP (SFT+RL)"]
     assert "Broad Recall@20" in table.columns and "Broad MRR@100 paper" in table.columns

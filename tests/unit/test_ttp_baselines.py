@@ -63,7 +63,7 @@ def ctx():
         corpus=_corpus(),
         item_fields=("title",),
         depth=100,
-        models={"dense": MINILM, "history_aware": MINILM},
+        models={"dense": MINILM, "history_aware": MINILM, "decoupled": MINILM},
     )
 
 
@@ -136,16 +136,23 @@ def test_history_moves_the_broad_query_to_the_history_brand(ctx):
     assert build_retriever("history_aware", ctx).rank(exs)["q1"][0][0] in {"P1", "P4"}
 
 
-def test_decoupled_uses_the_ttp_rewrites_and_refuses_missing_ones(ctx):
+def test_decoupled_retrieves_with_the_rewrites_and_refuses_missing_ones(ctx):
     rewrites = RetrievalContext(
         corpus=ctx.corpus,
         item_fields=("title",),
         models=ctx.models,
-        rewrites={"q1": "Zed capo white", "q2": "Bolt maple sticks"},
+        rewrites={"q1": "Zed capo white", "q2": ""},
     )
-    ranking = build_retriever("decoupled", rewrites).rank(_examples())
+    retriever = build_retriever("decoupled", rewrites)
+    assert retriever.model_roles == ("decoupled",)
+    ranking = retriever.rank(_examples())
+    # the rewrite is the query; an empty rewrite falls back to the query itself
     assert ranking["q1"][0][0] == "P3" and ranking["q2"][0][0] == "P5"
-    with pytest.raises(ValueError, match="no TTP rewrite"):
+    assert retriever.info["rewrites"] == {
+        "q1": {"rewrite": "Zed capo white"},
+        "q2": {"rewrite": "Bolt drum sticks"},
+    }
+    with pytest.raises(ValueError, match="no rewrite for 2 example"):
         build_retriever("decoupled", ctx).rank(_examples())
     with pytest.raises(ValueError, match="unknown parameter"):
         build_retriever("p_prf", ctx, {"gamma": 1})
@@ -184,7 +191,7 @@ def test_pqb_adapter_runs_a_personal_retriever_behind_the_retrieval_interface(tm
     from personalir.queries.benchmark_format import write_benchmark
     from personalir.retrieval.base import QueryText, RunSettings
     from personalir.retrieval.corpus import corpus_from_texts
-    from personalir.ttp.baselines import PQBPersonalRetriever
+    from personalir.ttp.pqb_adapter import PQBPersonalRetriever
 
     corpus = _corpus()
     write_parquet(

@@ -122,3 +122,35 @@ def test_generating_runs_take_the_sft_threads():
     assert run_threads(config, "bm25") == 1 and run_threads(config, "decoupled") == 1
     config["ttp"]["sft"]["threads"] = 1
     assert run_threads(config, "ttp") == 1
+
+
+def test_decoupled_reads_the_rewriter_and_its_own_retriever():
+    from personalir.ttp.workflow import dense_ft_inputs, rewrites_option, run_inputs, run_models
+
+    config = {
+        "results_dir": "res",
+        "domains": ["A", "B"],
+        "ttp": {
+            "source": "sample_world",
+            "domains": None,
+            "methods": ["dense", "decoupled"],
+            "dense": {"fine_tune": True, "model": "base"},
+            "hyde": {"generator": "backbone"},
+        },
+    }
+    assert run_models(config, "decoupled") == {"decoupled": "res/ttp/dense/decoupled"}
+    inputs = run_inputs(config, "decoupled", "B")
+    assert inputs == {
+        "decoupled_model": "res/ttp/dense/decoupled/config.json",
+        "decoupled_model_weights": "res/ttp/dense/decoupled/model.safetensors",
+        "rewrites": "res/ttp/B/rewrites.json",
+    }
+    assert rewrites_option(inputs) == "--rewrites res/ttp/B/rewrites.json"
+    # the retriever trains on every set's rewrites; the other variants read none
+    ft = dense_ft_inputs(config, "decoupled")
+    assert ft == {"rewrites": ["res/ttp/A/rewrites.json", "res/ttp/B/rewrites.json"]}
+    assert rewrites_option(ft) == "--rewrites res/ttp/A/rewrites.json res/ttp/B/rewrites.json"
+    assert dense_ft_inputs(config, "dense") == {} and rewrites_option({}) == ""
+    config["ttp"]["dense"]["fine_tune"] = False  # no fine-tuning: the base model, no folder
+    assert run_models(config, "decoupled") == {"decoupled": "base"}
+    assert "decoupled_model" not in run_inputs(config, "decoupled", "B")

@@ -229,6 +229,33 @@ def test_loss_is_token_ce_plus_infonce_and_backpropagates(backbone_dir):
     assert any(g is not None and float(g.abs().sum()) > 0 for g in grads)
 
 
+def test_token_only_loss_never_encodes_the_items(backbone_dir):
+    """Decoupled-Stage's rewriter: contrastive weight 0 gives the token CE alone, the same CE
+    as the full loss's, and no item forward pass."""
+    peft_model, enc = _encoder(backbone_dir)
+    corpus, records = _world()
+    common = {"item_fields": ("title",), "max_item_tokens": 40, "max_query_tokens": 400}
+    full = SFTSettings(**common, token_weight=0.5, contrastive_weight=1.0)
+    only = SFTSettings(**common, token_weight=1.0, contrastive_weight=0.0)
+    rows = build_rows(records, corpus, enc, full)
+    batch = collate(rows[:4], enc)
+    _, tok_full, _ = TTPLossModule(peft_model, enc, full)(*batch)
+    calls = []
+    hidden = enc.hidden
+    enc.hidden = lambda *a, **k: calls.append(a[0].shape) or hidden(*a, **k)
+    try:
+        total, tok, nce = TTPLossModule(peft_model, enc, only)(*batch)
+    finally:
+        enc.hidden = hidden
+    assert len(calls) == 1 and calls[0] == batch[0].shape  # the queries only
+    assert torch.isclose(total, tok) and float(nce) == 0.0
+    assert torch.isclose(tok, tok_full, atol=1e-6)
+    total.backward()
+    grads = [p.grad for n, p in peft_model.named_parameters() if "lora_B" in n]
+    assert any(g is not None and float(g.abs().sum()) > 0 for g in grads)
+    peft_model.zero_grad(set_to_none=True)
+
+
 def test_shared_prefix_is_computed_once_and_changes_nothing(backbone_dir):
     assert shared_prefix_length([[1, 2, 3, 4], [1, 2, 5]]) == 2
     assert shared_prefix_length([[1, 2, 3], [1, 2, 3]]) == 2  # each row keeps a token

@@ -3,10 +3,13 @@ SFT's epoch candidates and GRPO's step candidates (stop-at reproduces a longer r
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
 
+from personalir.common.models import resolve_model
 from personalir.ttp import grpo, rl
 from personalir.ttp.data import Example, HistoryEntry, Item, ItemCorpus, user_split
 from personalir.ttp.examples import cap_examples
@@ -226,7 +229,7 @@ def test_grpo_step_candidates_and_stop_at_reproduce_the_longer_run(backbone, tmp
         assert np.allclose(got[n].detach().numpy(), step1[n].numpy(), atol=1e-6), n
     step2 = load_file(str(cands[1]["path"]))
     assert any(not torch.equal(step1[n], step2[n]) for n in step1)
-    rl.load_step_candidate(short_policy, cands[1]["path"])
+    load_trainable(short_policy, cands[1]["path"])
     got = {n: p for n, p in short_policy.named_parameters() if p.requires_grad}
     assert all(torch.equal(got[n], step2[n]) for n in step2)
 
@@ -265,3 +268,92 @@ def test_dense_fine_tuning_keeps_the_epoch_best_on_validation(tmp_path):
     ranking = exact_search([e.example_id for e in valid], q, pool, d, 100)
     frame = per_query_measures(valid, {k: [i for i, _ in v] for k, v in ranking.items()}, "x")
     assert float(frame["MRR@100"].mean()) == pytest.approx(best["validation"]["MRR@100"], abs=1e-6)
+
+
+def test_rewriter_is_scored_by_the_base_bi_encoder_on_its_rewrites(backbone):
+    """Decoupled-Stage's rewriter: the validation value is what the fixed bi-encoder
+    achieves with the generated rewrites as queries (computed here by hand)."""
+    from sentence_transformers import SentenceTransformer
+
+    from personalir.ttp.evaluate import exact_search, per_query_measures
+    from personalir.ttp.prompts import parse_generated
+    from personalir.ttp.selection import RewriteScorer
+    from personalir.ttp.sft import build_prompt
+
+    corpus, examples = _world()
+    settings = SFTSettings(item_fields=("title",), max_item_tokens=16, max_query_tokens=200)
+    model, tok, _ = load_backbone(backbone / "backbone")
+    enc = TTPEncoder(model, tok, max_query_tokens=200, max_item_tokens=16, batch_size=8)
+    sel = SelectionSettings(pool_size=None, max_new_tokens=3)
+    minilm = "packaged:all-MiniLM-L6-v2"
+    scorer = RewriteScorer([(examples, corpus)], sel, settings, seed=1, dense_model=minilm)
+    value = scorer.score(enc)
+    valid = [e for e in examples if e.split == "valid"]
+    generated, _, _ = enc.generate_and_embed(
+        [build_prompt(e, corpus, tok, settings) for e in valid], 3
+    )
+    rewrites = [parse_generated(g)[0] or e.query for g, e in zip(generated, valid, strict=True)]
+    bi = SentenceTransformer(resolve_model(minilm).path, device="cpu")
+    q = bi.encode(rewrites, normalize_embeddings=True)
+    pool = list(corpus.ids)
+    d = bi.encode([corpus[i].title for i in pool], normalize_embeddings=True)
+    ranking = exact_search([e.example_id for e in valid], q, pool, d, 100)
+    frame = per_query_measures(valid, {k: [i for i, _ in v] for k, v in ranking.items()}, "x")
+    assert value["MRR@100"] == pytest.approx(float(frame["MRR@100"].mean()), abs=1e-6)
+    # the bi-encoder is fixed: its item encodings are computed once for every candidate
+    assert len(scorer._items) == 1
+    scorer.score(enc)
+    assert len(scorer._items) == 1
+
+
+def test_decoupled_retriever_trains_on_the_rewrites(tmp_path, monkeypatch):
+    from personalir.ttp import dense_ft
+    from personalir.ttp.data import write_examples
+
+    corpus, examples = _world()
+    corpus.write(tmp_path / "items.parquet")
+    write_examples(tmp_path / "examples.jsonl", examples)
+    rewrites = {e.example_id: {"rewrite": f"rw {e.query}"} for e in examples}
+    rewrites["e01"]["rewrite"] = ""  # an empty rewrite falls back to the query
+    (tmp_path / "rewrites.json").write_text(json.dumps({"rewrites": rewrites}))
+    seen = {}
+
+    def fake_fine_tune(model, queries, items, ids, settings, out, *, validation, **kw):
+        seen.update(queries=list(queries), validation=list(validation[0][1]))
+        return {"variant": kw["variant"]}
+
+    monkeypatch.setattr(dense_ft, "fine_tune", fake_fine_tune)
+    ttp = {
+        "items": {"fields": ["title"], "max_features": 0},
+        "dense": {"model": "m", "max_length": 32},
+        "selection": {"pool_size": None},
+    }
+    common = dict(
+        examples_paths=[tmp_path / "examples.jsonl"],
+        items_paths=[tmp_path / "items.parquet"],
+        ttp=ttp,
+        seed=1,
+        out_dir=tmp_path / "m",
+        report_out=tmp_path / "r.json",
+        threads=1,
+        log=lambda *_: None,
+    )
+    dense_ft.fine_tune_dense(
+        variant="decoupled", rewrites_paths=[tmp_path / "rewrites.json"], **common
+    )
+    train = [e for e in examples if e.split == "train"]
+    want = ["capo" if e.example_id == "e01" else f"rw {e.query}" for e in train]
+    assert seen["queries"] == want
+    assert seen["validation"] == [f"rw {e.query}" for e in examples if e.split == "valid"]
+    del rewrites["e03"]
+    (tmp_path / "rewrites.json").write_text(json.dumps({"rewrites": rewrites}))
+    with pytest.raises(ValueError, match="no rewrite of example 'e03'"):
+        dense_ft.fine_tune_dense(
+            variant="decoupled", rewrites_paths=[tmp_path / "rewrites.json"], **common
+        )
+    with pytest.raises(ValueError, match="one rewrites file per examples file"):
+        dense_ft.fine_tune_dense(variant="decoupled", **common)
+    with pytest.raises(ValueError, match="only read by the decoupled variant"):
+        dense_ft.fine_tune_dense(
+            variant="dense", rewrites_paths=[tmp_path / "rewrites.json"], **common
+        )

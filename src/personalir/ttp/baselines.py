@@ -17,20 +17,20 @@ objects (query plus selected history), so it can use the user's history. Registe
                    themselves as the feedback documents.)
 ``hyde``           HyDE: a generator LLM writes a hypothetical product for the query; the
                    query-only dense model embeds query and document, averaged.
-``decoupled``      Decoupled-Stage: the fine-tuned TTP model's rewrite (generated, frozen) is
-                   the query of the separate query-only dense retriever.
+``decoupled``      Decoupled-Stage: a separate rewriter (the TTP SFT recipe with the token
+                   loss alone, then frozen) rewrites the query; a bi-encoder fine-tuned on
+                   (rewrite, purchased item) pairs retrieves with the rewrite
+                   (:mod:`personalir.ttp.decoupled`).
 ``ttp``            the TTP model itself: generate ``<think>rewrite</think><embed>``, embed at
                    ``<embed>``, exact inner-product search over the items embedded by the same
                    model.
 
-:class:`PQBPersonalRetriever` adapts any of them to the retrieval stage's ``Retriever``
-interface (``index``/``rank`` over query texts), finding each PQB query's user and history
-through the benchmark file, so the PQB evaluation can list them with ``class:``.
+:class:`personalir.ttp.pqb_adapter.PQBPersonalRetriever` adapts any of them to the retrieval
+stage's ``Retriever`` interface, so the PQB evaluation can list them with ``class:``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -78,11 +78,11 @@ class PersonalRetriever:
     ``label``           its row in the Table 4 layout (rows follow ``ttp.methods``)
     ``uses_history``    whether it reads the selected history (the Table 4 claims group by it)
     ``model_roles``     the :attr:`RetrievalContext.models` roles it loads: ``dense``,
-                        ``history_aware`` (the fine-tuned bi-encoder folders when
-                        ``ttp.dense.fine_tune``), ``generator`` (HyDE's LLM), ``ttp_backbone``,
-                        ``ttp_adapter`` (the SFT LoRA adapter)
+                        ``history_aware``, ``decoupled`` (the fine-tuned bi-encoder folders
+                        when ``ttp.dense.fine_tune``), ``generator`` (HyDE's LLM),
+                        ``ttp_backbone``, ``ttp_adapter`` (the SFT LoRA adapter)
     ``config_keys``     the ``ttp`` sections its parameters come from (a change re-runs it)
-    ``needs_rewrites``  whether it reads the TTP run's rewrites (``runs/ttp.info.json``)
+    ``needs_rewrites``  whether it reads the frozen rewriter's rewrites (``rewrites.json``)
     ``generates_text``  whether it generates with a causal LM (its job takes SFT's threads)
     ``table4_row``      whether it is a row of Table 4 (ablation variants are not)
 
@@ -336,17 +336,24 @@ class HyDE(PersonalRetriever):
 
 @PERSONAL_RETRIEVERS.register("decoupled")
 class DecoupledStage(PersonalRetriever):
+    """The frozen rewriter's rewrite (``ctx.rewrites``, :mod:`personalir.ttp.decoupled`) as
+    the query of the bi-encoder trained on rewrites (role ``decoupled``); an empty rewrite
+    falls back to the query."""
+
     name, label, uses_history = "decoupled", "Decoupled-Stage", True
-    model_roles, needs_rewrites = ("dense",), True
+    model_roles, needs_rewrites = ("decoupled",), True
 
     def rank(self, examples):
         missing = [ex.example_id for ex in examples if ex.example_id not in self.ctx.rewrites]
         if missing:
             raise ValueError(
-                f"decoupled: no TTP rewrite for {len(missing)} example(s), e.g. {missing[:3]}"
+                f"decoupled: no rewrite for {len(missing)} example(s), e.g. {missing[:3]}"
             )
-        r = stage_retriever("dense", self.ctx.models["dense"], self.ctx)
+        r = stage_retriever("dense", self.ctx.models["decoupled"], self.ctx)
         texts = [self.ctx.rewrites[ex.example_id] or ex.query for ex in examples]
+        self.info["rewrites"] = {
+            ex.example_id: {"rewrite": t} for ex, t in zip(examples, texts, strict=True)
+        }
         return rank_texts(r, examples, texts, self.ctx.depth)
 
 
@@ -506,90 +513,3 @@ def build_retriever(
     method: str, context: RetrievalContext, params: Mapping[str, Any] | None = None
 ) -> PersonalRetriever:
     return PERSONAL_RETRIEVERS.get(method)(context, params)
-
-
-# --------------------------------------------------------- adapter for the retrieval stage
-def _retrieval_base():
-    from personalir.retrieval.base import Retriever
-
-    return Retriever
-
-
-class PQBPersonalRetriever(_retrieval_base()):
-    """A personalised retriever behind the retrieval stage's ``Retriever`` interface.
-
-    Config (``retrieval.retrievers.<name>``)::
-
-        class: "personalir.ttp.baselines:PQBPersonalRetriever"
-        params: {method: history_aware, benchmark: ..., reviews: ..., products: ...,
-                 meta: ..., models: {dense: ..., history_aware: ...}, n_history: 10}
-
-    ``index`` loads the benchmark's examples (user review history as purchase history) and
-    selects their histories; ``rank`` maps each query id to its example.
-    """
-
-    family = "external"
-    default_params = {
-        "method": "dense",
-        "benchmark": None,
-        "reviews": None,
-        "products": None,
-        "meta": None,
-        "domain": "",
-        "models": {},
-        "method_params": {},
-        "n_history": 10,
-        "relevance": {"type": "dense", "model": "packaged:all-MiniLM-L6-v2"},
-        "item_fields": ["title", "main_category", "features"],
-        "rewrites": None,
-    }
-
-    def index(self, corpus) -> None:
-        from personalir.ttp.data import pqb_examples
-        from personalir.ttp.history import select_histories
-        from personalir.ttp.relevance import build_relevance
-
-        p = self.params
-        examples, items = pqb_examples(
-            benchmark=p["benchmark"],
-            reviews=p["reviews"],
-            products=p["products"],
-            meta=p["meta"],
-            domain=p["domain"],
-        )
-        extra = sorted(set(corpus.doc_ids) - set(items.ids))
-        if extra:
-            raise ValueError(f"corpus documents without product data: {extra[:3]}")
-        fields = tuple(p["item_fields"])
-        if PERSONAL_RETRIEVERS.get(p["method"]).uses_history:
-            select_histories(
-                examples, items, build_relevance(dict(p["relevance"])), int(p["n_history"]), fields
-            )
-        else:
-            for ex in examples:
-                ex.selected_history = []
-        rewrites = {}
-        if p["rewrites"]:
-            with open(p["rewrites"], encoding="utf-8") as fh:
-                rewrites = {r["example_id"]: r["rewrite"] for r in map(json.loads, fh)}
-        self.examples = {ex.example_id: ex for ex in examples}
-        self.context = RetrievalContext(
-            corpus=items,
-            item_fields=fields,
-            seed=self.settings.seed,
-            threads=self.settings.threads,
-            models=dict(p["models"]),
-            rewrites=rewrites,
-            model_cache=self.settings.model_cache,
-        )
-        self.corpus = corpus
-
-    def rank(self, queries, depth: int):
-        missing = [q.query_id for q in queries if q.query_id not in self.examples]
-        if missing:
-            raise ValueError(f"queries not in the benchmark file: {missing[:3]}")
-        self.context.depth = depth
-        retriever = build_retriever(
-            self.params["method"], self.context, self.params["method_params"]
-        )
-        return retriever.rank([self.examples[q.query_id] for q in queries])

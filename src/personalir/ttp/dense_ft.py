@@ -1,8 +1,10 @@
 """Contrastive fine-tuning of a sentence-transformers bi-encoder (the dense baselines' models).
 
-The query-only dense baseline and the History-Aware baseline are the same recipe on
-different query texts: in-batch InfoNCE (multiple-negatives ranking) between a query text
-and its purchased item's text, both through the same encoder, ``scale = 1 / temperature``.
+The query-only dense baseline, the History-Aware baseline and Decoupled-Stage's retriever
+are the same recipe on different query texts (the query; the query with its history; the
+frozen rewriter's rewrite, :mod:`personalir.ttp.decoupled`): in-batch InfoNCE
+(multiple-negatives ranking) between a query text and its purchased item's text, both through
+the same encoder, ``scale = 1 / temperature``.
 Batches are epoch-wise permutations seeded by ``(seed, "dense_ft", variant, epoch)``;
 an item that is the target of two rows of a batch is no negative for either.
 
@@ -172,8 +174,12 @@ def fine_tune_dense(
     out_dir: str | Path,
     report_out: str | Path,
     threads: int,
+    rewrites_paths: Sequence[str | Path] = (),
     log=print,
 ) -> dict:
+    """One variant's fine-tuning: ``dense`` (query), ``history_aware`` (query + history) or
+    ``decoupled`` (the rewriter's rewrite of each training and validation example, from
+    ``rewrites_paths``, one per example set; an empty rewrite falls back to the query)."""
     import torch
 
     from personalir.ttp.baselines import history_aware_text, history_word_budget
@@ -185,7 +191,22 @@ def fine_tune_dense(
     fields, maxf = item_fields(ttp), int(ttp["items"]["max_features"])
     budget = history_word_budget(int(ttp["dense"]["max_length"]))
 
+    rewrites: dict[str, str] = {}
+    if variant == "decoupled":
+        from personalir.ttp.decoupled import read_rewrites
+
+        if len(rewrites_paths) != len(examples_paths):
+            raise ValueError("decoupled: one rewrites file per examples file is needed")
+        for path in rewrites_paths:
+            rewrites.update(read_rewrites(path))
+    elif rewrites_paths:
+        raise ValueError(f"{variant}: rewrites are only read by the decoupled variant")
+
     def query_text(ex):
+        if variant == "decoupled":
+            if ex.example_id not in rewrites:
+                raise ValueError(f"decoupled: no rewrite of example {ex.example_id!r}")
+            return rewrites[ex.example_id] or ex.query
         if variant != "history_aware":
             return ex.query
         hist = [corpus[i].text(fields, maxf) for i in ex.selected_history or []]

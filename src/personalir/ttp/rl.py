@@ -151,6 +151,27 @@ def sync_reference(model, source: str = FROZEN_ADAPTER, reference: str = "ref") 
     return copied
 
 
+def rl_inputs(records: Sequence[dict], corpus, tokenizer, ttp: Mapping, data_share: float):
+    """What GRPO trains on: the chosen SFT records (the top ``data_share`` by teacher gain,
+    :func:`personalir.ttp.grpo.rl_records`), the SFT settings, each record's query prompt
+    (as SFT and the runs build it) and its target item's text, by example and item id."""
+    from personalir.ttp.data import Example, item_fields
+    from personalir.ttp.grpo import rl_records
+    from personalir.ttp.sft import build_prompt, sft_settings
+
+    chosen = rl_records(records, data_share)
+    sft = sft_settings(ttp)
+    prompts = {
+        r["example_id"]: build_prompt(
+            Example.from_record(r, f"sft record {r['example_id']!r}"), corpus, tokenizer, sft
+        )
+        for r in chosen
+    }
+    fields, feats = item_fields(ttp), ttp["items"]["max_features"]
+    item_texts = {r["target"]: corpus[r["target"]].text(fields, feats) for r in chosen}
+    return chosen, sft, prompts, item_texts
+
+
 def build_dataset(records: Sequence[dict], prompts: Mapping[str, str]):
     from datasets import Dataset
 
@@ -246,20 +267,6 @@ def _step_callback(model, *, stop_at: int | None, candidates_dir: str | Path | N
             return control
 
     return StepCandidates()
-
-
-def load_step_candidate(model, path: str | Path) -> None:
-    """Put a step candidate's weights into the policy's trainable parameters."""
-    import torch
-    from safetensors.torch import load_file
-
-    params = {n: p for n, p in model.named_parameters() if p.requires_grad}
-    saved = load_file(str(path))
-    if set(saved) != set(params):
-        raise ValueError(f"{path}: saved parameters do not match the policy's trainable ones")
-    with torch.no_grad():
-        for n, p in params.items():
-            p.copy_(saved[n])
 
 
 def train_grpo(

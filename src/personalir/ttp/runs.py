@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from personalir.common.io import read_json, write_json
+from personalir.common.io import write_json
 from personalir.ttp.data import ItemCorpus, item_fields, read_examples
 
 
@@ -43,7 +43,9 @@ def run_method(
     test = [e for e in read_examples(examples_path) if e.split == "test"]
     rewrites = {}
     if rewrites_path:
-        rewrites = {k: v["rewrite"] for k, v in read_json(rewrites_path)["rewrites"].items()}
+        from personalir.ttp.decoupled import read_rewrites
+
+        rewrites = read_rewrites(rewrites_path)
     ctx = RetrievalContext(
         corpus=corpus,
         item_fields=item_fields(ttp),

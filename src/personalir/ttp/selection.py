@@ -93,6 +93,15 @@ class ValidationScorer:
     def pool_items(self) -> int:
         return sum(len(p) for _, _, p in self.sets)
 
+    def encode_items(self, encoder, texts):
+        return encoder.encode_items(texts)
+
+    def encode_queries(self, encoder, prompts, examples):
+        """(query embeddings, well-formed flags): generate ``<think>rewrite</think><embed>``
+        and embed at ``<embed>``, as the TTP run does."""
+        _, queries, flags = encoder.generate_and_embed(prompts, self.settings.max_new_tokens)
+        return queries, flags
+
     def score(self, encoder) -> dict:
         """Every measure's mean over the validation examples, the well-formed share and the
         seconds it took."""
@@ -105,9 +114,9 @@ class ValidationScorer:
         frames, well = [], []
         for valid, corpus, pool in self.sets:
             texts = [corpus[i].text(self.sft.item_fields, self.sft.max_features) for i in pool]
-            items = encoder.encode_items(texts)
+            items = self.encode_items(encoder, texts)
             prompts = [build_prompt(ex, corpus, encoder.tokenizer, self.sft) for ex in valid]
-            _, queries, flags = encoder.generate_and_embed(prompts, self.settings.max_new_tokens)
+            queries, flags = self.encode_queries(encoder, prompts, valid)
             ranking = exact_search([ex.example_id for ex in valid], queries, pool, items, 100)
             run = {q: [d for d, _ in docs] for q, docs in ranking.items()}
             frames.append(per_query_measures(valid, run, "candidate"))
@@ -117,6 +126,48 @@ class ValidationScorer:
         out["well_formed_share"] = round(float(np.mean(well)), 6)
         out["seconds"] = round(time.perf_counter() - t0, 3)
         return out
+
+
+class RewriteScorer(ValidationScorer):
+    """Scores a rewriter (Decoupled-Stage's first stage) on the validation examples: its
+    generated rewrites are the queries of a fixed bi-encoder (``dense_model``, a
+    sentence-transformers model: the dense baselines' base model, not yet fine-tuned on any
+    rewrite), which ranks the same pool as :class:`ValidationScorer`. The rewriter's own
+    ``<embed>`` state is never used: only its text reaches the second stage."""
+
+    def __init__(self, sets, settings, sft_settings, *, seed: int, dense_model: str):
+        super().__init__(sets, settings, sft_settings, seed=seed)
+        self.dense_model = dense_model
+        self._model = None
+        self._items: dict[tuple[str, ...], np.ndarray] = {}  # the bi-encoder is fixed
+
+    def _bi_encoder(self):
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            from personalir.common.models import resolve_model
+
+            self._model = SentenceTransformer(resolve_model(self.dense_model).path, device="cpu")
+        return self._model
+
+    def encode_items(self, encoder, texts):
+        key = tuple(texts)
+        if key not in self._items:
+            model = self._bi_encoder()
+            self._items[key] = model.encode(
+                list(texts), convert_to_numpy=True, normalize_embeddings=True
+            )
+        return self._items[key]
+
+    def encode_queries(self, encoder, prompts, examples):
+        from personalir.ttp.prompts import parse_generated
+
+        generated, _, flags = encoder.generate_and_embed(prompts, self.settings.max_new_tokens)
+        rewrites = [
+            parse_generated(g)[0] or ex.query for g, ex in zip(generated, examples, strict=True)
+        ]
+        model = self._bi_encoder()
+        return model.encode(rewrites, convert_to_numpy=True, normalize_embeddings=True), flags
 
 
 def choose(candidates: Sequence[Mapping], measure: str) -> Mapping:

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 
 from personalir.common.io import write_json
 from personalir.common.seeding import derive_seed
-from personalir.ttp.data import Example, ItemCorpus
+from personalir.ttp.data import Example, ItemCorpus, item_fields
 from personalir.ttp.model import TTPEncoder
 from personalir.ttp.prompts import query_prompt, target_text, truncate_to_tokens
 
@@ -71,6 +71,31 @@ class SFTSettings:
         if "item_fields" in kw:
             kw["item_fields"] = tuple(kw["item_fields"])
         return cls(**kw)
+
+
+def sft_settings(ttp: Mapping, **overrides):
+    """The SFT settings of the ``ttp`` section (item text from ``ttp.items``)."""
+    return SFTSettings.from_config(
+        {
+            **ttp["sft"],
+            "item_fields": item_fields(ttp),
+            "max_features": ttp["items"]["max_features"],
+            **overrides,
+        }
+    )
+
+
+def ttp_encoder(model, tok, sft, ttp: Mapping | None = None):
+    """The encoder of a TTP model under the SFT settings ``sft``; with ``ttp`` at the
+    inference batch size (evaluation, generation), else the encoder's default (training)."""
+    extra = {"batch_size": int(ttp["inference"]["batch_size"])} if ttp is not None else {}
+    return TTPEncoder(
+        model,
+        tok,
+        max_query_tokens=sft.max_query_tokens,
+        max_item_tokens=sft.max_item_tokens,
+        **extra,
+    )
 
 
 @dataclass
@@ -139,6 +164,9 @@ class TTPLossModule(torch.nn.Module):
         rows_t, cols_t = torch.tensor(rows), torch.tensor(cols)
         logits = enc.lm_head(h_q[rows_t, cols_t])
         token_loss = F.cross_entropy(logits.float(), q_ids[rows_t, cols_t + 1])
+        if not self.settings.contrastive_weight:
+            # Token loss only (Decoupled-Stage's rewriter): the items are never encoded.
+            return self.settings.token_weight * token_loss, token_loss.detach(), torch.zeros(())
         q_emb = enc.pool(h_q, q_ids)
         i_emb = enc.pool(enc.hidden(i_ids, i_mask, i_prefix), i_ids)
         sims = q_emb @ i_emb.T / self.settings.temperature

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from personalir.common.io import read_json, write_json
-from personalir.ttp.data import item_fields, merge_corpora
+from personalir.ttp.data import merge_corpora
 
 
 def prepare(
@@ -42,11 +42,15 @@ def validation_scorer(
     ttp: Mapping,
     sft_settings,
     seed: int,
+    *,
+    rewriter: bool = False,
 ):
     """The validation examples of every example set with their set's items
-    (:class:`personalir.ttp.selection.ValidationScorer`)."""
+    (:class:`personalir.ttp.selection.ValidationScorer`; for a rewriter the
+    :class:`~personalir.ttp.selection.RewriteScorer`, whose rewrites the dense baselines'
+    base bi-encoder retrieves with)."""
     from personalir.ttp.data import ItemCorpus, read_examples
-    from personalir.ttp.selection import SelectionSettings, ValidationScorer
+    from personalir.ttp.selection import RewriteScorer, SelectionSettings, ValidationScorer
 
     if len(examples_paths) != len(items_paths):
         raise ValueError("one items file per examples file is needed for model selection")
@@ -54,7 +58,12 @@ def validation_scorer(
         (read_examples(e), ItemCorpus.read(i))
         for e, i in zip(examples_paths, items_paths, strict=True)
     ]
-    return ValidationScorer(sets, SelectionSettings.from_config(ttp), sft_settings, seed=seed)
+    settings = SelectionSettings.from_config(ttp)
+    if rewriter:
+        return RewriteScorer(
+            sets, settings, sft_settings, seed=seed, dense_model=ttp["dense"]["model"]
+        )
+    return ValidationScorer(sets, settings, sft_settings, seed=seed)
 
 
 def select_candidate(
@@ -98,17 +107,26 @@ def run_sft(
     out_dir: str | Path,
     report_out: str | Path,
     threads: int,
+    rewriter: bool = False,
     log=print,
 ) -> dict:
+    """Rule ttp_sft (and, with ``rewriter``, ``ttp_rewriter``): LoRA SFT on every set's
+    teacher targets, the epoch kept chosen on the validation split.
+
+    ``rewriter`` trains Decoupled-Stage's first stage: the same recipe, data, seed and
+    schedule with the token loss alone (``L = CE``, ``ttp.decoupled.epochs`` as the epoch
+    ceiling), its epochs scored by how well the base dense model retrieves with the
+    validation rewrites (:class:`~personalir.ttp.selection.RewriteScorer`)."""
     import torch
 
-    from personalir.ttp.model import LoraSettings, TTPEncoder, attach_lora, load_backbone
+    from personalir.ttp.model import LoraSettings, attach_lora, load_backbone
     from personalir.ttp.sft import (
-        SFTSettings,
         build_rows,
         epoch_candidates,
         load_trainable,
+        sft_settings,
         train,
+        ttp_encoder,
     )
 
     torch.set_num_threads(threads)
@@ -124,32 +142,22 @@ def run_sft(
     if ttp["sft"].get("seed") is not None:
         seed = int(ttp["sft"]["seed"])
     peft_model = attach_lora(model, tok, LoraSettings.from_config(ttp["lora"]), seed=seed)
-    settings = SFTSettings.from_config(
-        {
-            **ttp["sft"],
-            "item_fields": item_fields(ttp),
-            "max_features": ttp["items"]["max_features"],
-        }
-    )
-    encoder = TTPEncoder(
-        peft_model,
-        tok,
-        max_query_tokens=settings.max_query_tokens,
-        max_item_tokens=settings.max_item_tokens,
-    )
+    overrides = {}
+    if rewriter:
+        overrides = {"token_weight": 1.0, "contrastive_weight": 0.0}
+        if ttp["decoupled"]["epochs"] is not None:
+            overrides["epochs"] = ttp["decoupled"]["epochs"]
+    settings = sft_settings(ttp, **overrides)
+    encoder = ttp_encoder(peft_model, tok, settings)
     rows = build_rows(records, corpus, encoder, settings)
     t1 = time.perf_counter()
     report = train(peft_model, encoder, rows, settings, out_dir, seed=seed, log=log)
     t2 = time.perf_counter()
     if report["finished"]:
-        scorer = validation_scorer(examples_paths, items_paths, ttp, settings, seed)
-        eval_encoder = TTPEncoder(
-            peft_model,
-            tok,
-            max_query_tokens=settings.max_query_tokens,
-            max_item_tokens=settings.max_item_tokens,
-            batch_size=int(ttp["inference"]["batch_size"]),
+        scorer = validation_scorer(
+            examples_paths, items_paths, ttp, settings, seed, rewriter=rewriter
         )
+        eval_encoder = ttp_encoder(peft_model, tok, settings, ttp)
         candidates = epoch_candidates(Path(out_dir) / "checkpoints", report["run_key"])
         report["selection"] = select_candidate(
             candidates,
@@ -162,6 +170,7 @@ def run_sft(
         peft_model.save_pretrained(Path(out_dir) / "adapter")
         report["seconds_selection"] = round(time.perf_counter() - t2, 3)
     report.update(
+        role="rewriter (Decoupled-Stage, token loss only)" if rewriter else "ttp",
         backbone=info.description,
         seed=seed,
         records=len(records),
@@ -208,9 +217,7 @@ def run_grpo(
     import torch
 
     from personalir.ttp import grpo, rl
-    from personalir.ttp.data import Example
-    from personalir.ttp.model import TTPEncoder
-    from personalir.ttp.sft import SFTSettings, build_prompt
+    from personalir.ttp.sft import load_trainable, ttp_encoder
 
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
@@ -222,30 +229,9 @@ def run_grpo(
     for p in sft_paths:
         with open(p, encoding="utf-8") as fh:
             records += [json.loads(line) for line in fh]
-    chosen = grpo.rl_records(records, settings.data_share)
     model, tok, info = rl.load_policy(str(backbone), str(sft_adapter), ttp["backbone"]["dtype"])
-    sft = SFTSettings.from_config(
-        {
-            **ttp["sft"],
-            "item_fields": item_fields(ttp),
-            "max_features": ttp["items"]["max_features"],
-        }
-    )
-    prompts = {
-        r["example_id"]: build_prompt(
-            Example.from_record(r, f"sft record {r['example_id']!r}"), corpus, tok, sft
-        )
-        for r in chosen
-    }
-    fields, feats = item_fields(ttp), ttp["items"]["max_features"]
-    item_texts = {r["target"]: corpus[r["target"]].text(fields, feats) for r in chosen}
-    encoder = TTPEncoder(
-        model,
-        tok,
-        max_query_tokens=sft.max_query_tokens,
-        max_item_tokens=sft.max_item_tokens,
-        batch_size=int(ttp["inference"]["batch_size"]),
-    )
+    chosen, sft, prompts, item_texts = rl.rl_inputs(records, corpus, tok, ttp, settings.data_share)
+    encoder = ttp_encoder(model, tok, sft, ttp)
     out_dir = Path(out_dir)
     ckpt = out_dir / "checkpoints"
     stop_at = None
@@ -277,7 +263,7 @@ def run_grpo(
         scorer = validation_scorer(examples_paths, items_paths, ttp, sft, seed)
         selection = select_candidate(
             rl.step_candidates(ckpt / "candidates"),
-            lambda c: rl.load_step_candidate(model, c["path"]),
+            lambda c: load_trainable(model, c["path"]),
             scorer,
             encoder,
             "step",

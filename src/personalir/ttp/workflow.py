@@ -64,8 +64,11 @@ def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]
     add_if_used(
         "history_model", dense_model_dir(res, "history_aware"), "config.json", "model.safetensors"
     )
+    add_if_used(
+        "decoupled_model", dense_model_dir(res, "decoupled"), "config.json", "model.safetensors"
+    )
     if method_class(method).needs_rewrites:
-        out["rewrites"] = f"{res}/ttp/{example_set}/runs/ttp.info.json"
+        out["rewrites"] = rewrites_file(res, example_set)
     add_if_used("backbone", f"{res}/ttp/backbone", "config.json", "model.safetensors")
     donor = encoding_donor(config, method)
     if donor:  # runs after the donor, whose item encodings it reads from the cache
@@ -78,6 +81,20 @@ def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]
         "adapter_model.safetensors",
     )
     return out
+
+
+def rewrites_file(results_dir: str, example_set: str) -> str:
+    """The frozen Decoupled-Stage rewriter's rewrites of one set's examples."""
+    return f"{results_dir}/ttp/{example_set}/rewrites.json"
+
+
+def dense_ft_inputs(config: Mapping, variant: str) -> dict[str, list[str]]:
+    """Inputs of ``ttp_dense_ft`` beyond the examples and items: the ``decoupled`` variant
+    trains on the rewriter's rewrites of every set."""
+    if variant != "decoupled":
+        return {}
+    res = config["results_dir"]
+    return {"rewrites": [rewrites_file(res, s) for s in example_sets(config)]}
 
 
 def encoding_donor(config: Mapping, method: str) -> str | None:
@@ -153,6 +170,7 @@ def run_models(config: Mapping, method: str) -> dict[str, str]:
     models = {
         "dense": dense_model(config, "dense"),
         "history_aware": dense_model(config, "history_aware"),
+        "decoupled": dense_model(config, "decoupled"),
         "generator": (
             f"{res}/ttp/backbone"
             if config["ttp"]["hyde"]["generator"] == "backbone"
@@ -194,9 +212,13 @@ def run_specs(config: Mapping) -> str:
     )
 
 
-def rewrites_option(inputs: Mapping[str, str]) -> str:
-    """``--rewrites PATH`` for the decoupled baseline (the TTP run's info), else nothing."""
-    return f"--rewrites {inputs['rewrites']}" if "rewrites" in inputs else ""
+def rewrites_option(inputs: Mapping) -> str:
+    """``--rewrites PATH...`` for the decoupled baseline and its retriever's fine-tuning
+    (the rewriter's rewrites), else nothing."""
+    if "rewrites" not in inputs:
+        return ""
+    paths = inputs["rewrites"]
+    return "--rewrites " + " ".join([paths] if isinstance(paths, str) else list(paths))
 
 
 def run_params(config: Mapping, method: str) -> str:
