@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
+import subprocess  # nosec B404  # runs dvc/snakemake with argv lists, no shell
 import sys
 from pathlib import Path
 
@@ -36,7 +36,9 @@ def tool(name: str) -> str:
 def run(*cmd: str, capture: bool = False) -> subprocess.CompletedProcess:
     print("+", " ".join(cmd[:8]) + (" ..." if len(cmd) > 8 else ""), flush=True)
     env = dict(os.environ, DVC_NO_ANALYTICS="1", PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
-    return subprocess.run(cmd, cwd=ROOT, env=env, check=True, capture_output=capture, text=True)
+    return subprocess.run(  # nosec B603  # argv lists built here (venv tools), no shell
+        cmd, cwd=ROOT, env=env, check=True, capture_output=capture, text=True
+    )
 
 
 def stale_outputs() -> list[str]:

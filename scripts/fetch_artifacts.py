@@ -27,7 +27,7 @@ import argparse
 import hashlib
 import json
 import os
-import subprocess
+import subprocess  # nosec B404  # runs dvc with an argv list, no shell
 import sys
 import time
 from pathlib import Path
@@ -41,7 +41,7 @@ STEP_NS = 10_000_000  # 10 ms between consecutive stages
 def dvc(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("dvc")
     env = dict(os.environ, DVC_NO_ANALYTICS="1")
-    return subprocess.run(
+    return subprocess.run(  # nosec B603  # venv's dvc; args are list items, no shell
         [str(exe) if exe.exists() else "dvc", *args],
         cwd=ROOT,
         env=env,
@@ -52,7 +52,7 @@ def dvc(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def md5_file(path: Path) -> str:
-    digest = hashlib.md5()
+    digest = hashlib.md5(usedforsecurity=False)  # DVC's content hash, compared with dvc.lock
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):
             digest.update(chunk)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
+import subprocess  # nosec B404  # runs snakemake with an argv list, no shell
 import sys
 from pathlib import Path
 
@@ -18,7 +18,7 @@ START, END = "<!-- rulegraph:start -->", "<!-- rulegraph:end -->"
 
 def mermaid() -> str:
     snakemake = Path(sys.executable).with_name("snakemake")
-    out = subprocess.run(
+    out = subprocess.run(  # nosec B603  # the venv's snakemake, fixed arguments, no shell
         [str(snakemake), "--rulegraph", "mermaid-js", "--quiet", "all"],
         cwd=ROOT,
         capture_output=True,

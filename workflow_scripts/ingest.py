@@ -22,16 +22,11 @@ def main() -> None:
     log = setup_logging("ingest")
     fn = ingest_reviews if args.table == "reviews" else ingest_meta
     try:
-        report = fn(
-            args.input,
-            args.output,
-            policy=args.params["policy"],
-            quarantine_path=args.quarantine,
-            chunk_size=args.params["chunk_size"],
-        )
+        # The keys of data.ingest (the schema admits no other) are the function's settings.
+        report = fn(args.input, args.output, quarantine_path=args.quarantine, **args.params)
     except IngestError as exc:
         log.error("%s", exc)
-        sys.exit(f"ingest failed (policy strict): {exc}")
+        sys.exit(f"ingest failed (policy {args.params['policy']}): {exc}")
     try:
         require_records(report, args.input)
     except ValueError as exc:
@@ -39,6 +34,8 @@ def main() -> None:
         sys.exit(f"ingest refused: {exc}")
     if not Path(args.quarantine).exists():  # nothing was quarantined
         write_text(args.quarantine, "")
+    for warning in report["warnings"]:
+        log.warning("%s: %s", args.input, warning)
     write_json(args.quality, report)
     log.info("%s", report)
 

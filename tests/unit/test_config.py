@@ -138,3 +138,96 @@ def test_search_log_settings_belong_to_the_sample_world():
     assert "search_log" not in validate_config({})["ttp"]
     with pytest.raises(ConfigError, match="ttp.search_log"):
         validate_config({"ttp": {"search_log": {"searches_per_user": 3}}})
+
+
+# ---------------------------------------------------------------------------------------------
+# Values the types allow but the workflow cannot use
+
+
+def _error(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    return str(err.value).replace(str(path), "c.yaml")
+
+
+def test_duplicate_yaml_key_named_with_both_lines(tmp_path: Path):
+    text = "seed: 1\ndata:\n  ingest:\n    policy: strict\n    policy: quarantine\n"
+    msg = _error(tmp_path, text)
+    assert "c.yaml:5: config key 'data.ingest.policy' is given twice (first at line 4)" in msg
+    msg = _error(tmp_path, "seed: 1\nseed: 2\n")
+    assert "c.yaml:2: config key 'seed' is given twice (first at line 1)" in msg
+
+
+@pytest.mark.parametrize("text", ["threads: 7.0\n", "threads: 2.0e0\n", "threads: true\n"])
+def test_integer_keys_refuse_floats_and_bools(tmp_path: Path, text):
+    msg = _error(tmp_path, text)
+    assert "c.yaml:1: config key 'threads':" in msg and "is not of type 'integer'" in msg
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ('""', "is empty"),
+        ('"  "', "is empty"),
+        ("/tmp/out", "is absolute"),
+        ("~/out", "is absolute"),
+        ("../elsewhere", "has a '..' part"),
+        ("results/../../x", "has a '..' part"),
+        (".", "repository root itself"),
+        ("./", "repository root itself"),
+        ("src", "own 'src/' folder"),
+        ("./config/out", "own 'config/' folder"),
+    ],
+)
+def test_unsafe_results_dir_refused(tmp_path: Path, value, why):
+    msg = _error(tmp_path, f"seed: 1\nresults_dir: {value}\n")
+    assert "c.yaml:2: config key 'results_dir':" in msg and why in msg
+
+
+@pytest.mark.parametrize("value", ["results", "results-mine", "out/run1", "./results2"])
+def test_plain_results_dirs_accepted(value):
+    assert validate_config({"results_dir": value})["results_dir"] == value
+
+
+def test_cross_key_contradictions_named_with_their_line(tmp_path: Path):
+    msg = _error(tmp_path, "seed: 1\ndata:\n  sentences:\n    min_per_user: 80\n")
+    assert (
+        "c.yaml:4: config key 'data.sentences.min_per_user': 80 must be at most "
+        "'data.sentences.max_per_user' (50)" in msg
+    )
+    msg = _error(tmp_path, "ttp:\n  split:\n    test_share: 0.7\n    validation_share: 0.3\n")
+    assert "c.yaml:4: 'ttp.split.test_share' + 'ttp.split.validation_share' = 0.7 + 0.3" in msg
+    msg = _error(tmp_path, "retrieval:\n  depth: 200\n  metrics:\n    deg_k: [1, 300]\n")
+    assert "c.yaml:4: config key 'retrieval.metrics.deg_k': 300 (its largest value)" in msg
+    msg = _error(tmp_path, "data:\n  ingest:\n    min_date: '2030-01-01'\n")
+    assert "must be less than 'data.ingest.max_date' ('2030-01-01')" in msg
+
+
+def test_cross_key_references_name_schema_keys():
+    """Every x-at-most / x-less-than names a key the schema has; x-sum-less-than its own."""
+    schema = load_schema()
+
+    def has(dotted):
+        node = schema
+        for part in dotted.split("."):
+            node = node.get("properties", {}).get(part)
+            if node is None:
+                return False
+        return True
+
+    refs, sums = [], []
+
+    def walk(sub, path):
+        if "x-sum-less-than" in sub:
+            sums.append((path, sub["x-sum-less-than"]["keys"]))
+        for key, prop in sub.get("properties", {}).items():
+            for kw in ("x-at-most", "x-less-than"):
+                if kw in prop:
+                    refs.append(prop[kw])
+            walk(prop, path + (key,))
+
+    walk(schema, ())
+    assert len(refs) >= 5 and all(has(r) for r in refs), refs
+    assert sums and all(has(".".join(p + (k,))) for p, keys in sums for k in keys)

@@ -225,6 +225,15 @@ def test_rejects_unknown_missing_checksum_mode(tmp_path, sums):
         )
 
 
+def test_refuses_non_http_urls(tmp_path, sums):
+    # urlopen would read a local file for file:; only http(s) answers are handled.
+    local = tmp_path / "local.bin"
+    local.write_bytes(PAYLOAD)
+    with pytest.raises(DownloadError, match="only http and https"):
+        download_file(local.as_uri(), tmp_path / NAME, checksums_path=sums, progress=False)
+    assert not (tmp_path / NAME).exists()
+
+
 def test_download_domain_uses_official_layout(server, tmp_path):
     meta = gzip.compress(b'{"parent_asin": "P1"}\n', mtime=0)
     rel = remote_paths("Toys")

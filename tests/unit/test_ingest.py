@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from personalir.data.ingest import ingest_meta, ingest_reviews
+from personalir.data.ingest import ingest_meta, ingest_reviews, require_records
 from personalir.data.ingest_schema import (
     META_SCHEMA,
     REASONS,
@@ -91,11 +91,53 @@ BAD_REVIEWS = [
     ("text_whitespace", line(review(21, text=" \n\t  ")), "empty_text"),
     ("parent_asin_empty", line(review(22, parent_asin="")), "empty_id"),
     ("user_id_blank", line(review(23, user_id="   ")), "empty_id"),
+    ("timestamp_seconds", line(review(25, timestamp=1_600_000_000)), "implausible_timestamp"),
+    ("timestamp_2096", line(review(26, timestamp=4_000_000_000_000)), "implausible_timestamp"),
+    ("timestamp_1990", line(review(27, timestamp=640_000_000_000)), "implausible_timestamp"),
+    ("rating_half_star", line(review(28, rating=4.5)), "non_integral_rating"),
+    ("title_blank", line(review(29, title=" \t ")), "empty_title"),
+    ("title_empty", line(review(30, title="")), "empty_title"),
+    ("title_zero_width", line(review(31, title="\u200b\u200b")), "empty_title"),
+    ("text_zero_width", line(review(32, text="\u200b \ufeff\u2060")), "empty_text"),
+    ("text_unicode_spaces", line(review(33, text="\u00a0\u3000\u2028")), "empty_text"),
+    (
+        "duplicate_key",
+        good_line(34).replace(b'{"rating": 5.0', b'{"rating": 1.0, "rating": 5.0'),
+        "duplicate_key",
+    ),
+    (
+        "duplicate_key_spaced",
+        good_line(35).replace(b'{"rating": 1.0', b'{"rating" : 4.0, "rating": 1.0'),
+        "duplicate_key",
+    ),
+    (
+        "duplicate_key_nested",
+        line(review(36, images=[{"url": "a"}])).replace(
+            b'{"url": "a"}', b'{"url": "a", "url": "b"}'
+        ),
+        "duplicate_key",
+    ),
+    (
+        "duplicate_key_escaped_colon",
+        line(review(42, text="at 10:30"))
+        .replace(b"10:30", b"10\\u003a30")
+        .replace(b'{"rating": 3.0', b'{"rating": 2.0, "rating": 3.0'),
+        "duplicate_key",
+    ),
+    ("user_id_space", line(review(37, user_id="U 37")), "bad_id"),
+    ("parent_asin_slash", line(review(38, parent_asin="P/38")), "bad_id"),
+    ("asin_tab", line(review(39, asin="A\t39")), "bad_id"),
+    ("user_id_control", line(review(40, user_id="U\x0140")), "bad_id"),
+    ("line_too_long", line(review(41, text="long " * 220_000)), "line_too_long"),
     ("duplicate", good_line(DUP_OF), "duplicate_review"),
     ("truncated_final_line", good_line(24)[:40], "truncated_final_line"),
 ]
-assert len(BAD_REVIEWS) >= 20
-assert {reason for _, _, reason in BAD_REVIEWS} <= set(REASONS)
+# Every reason a line can have is in the corpus (the file-level ones are tested below).
+assert {reason for _, _, reason in BAD_REVIEWS} == set(REASONS) - {"duplicate_product"}
+
+
+#: Quarantine tests that mix many bad lines switch the quarantine-rate guard off.
+LENIENT = {"max_quarantine_fraction": 1.0}
 
 
 def write(path, data: bytes):
@@ -162,7 +204,7 @@ def mixed_file(tmp_path):
 def test_quarantine_counts_every_kind(tmp_path):
     src, expected, n_good, n_lines = mixed_file(tmp_path)
     out, qpath, rpath = tmp_path / "m.parquet", tmp_path / "q.jsonl", tmp_path / "report.json"
-    report = ingest_reviews(src, out, quarantine_path=qpath, report_path=rpath)
+    report = ingest_reviews(src, out, quarantine_path=qpath, report_path=rpath, **LENIENT)
 
     assert report["records_read"] == n_lines
     assert report["records_written"] == n_good == pq.read_metadata(out).num_rows
@@ -180,7 +222,10 @@ def test_quarantine_counts_every_kind(tmp_path):
         raw = expected[q["line"]][1]
         body = raw[:-1] if raw.endswith(b"\n") else raw
         assert q["file"] == "mixed.jsonl"
-        if q["raw_lossy"]:
+        if q.get("raw_truncated"):
+            assert q["reason"] == "line_too_long" and len(q["raw"]) == 1024
+            assert body.startswith(q["raw"].encode())
+        elif q["raw_lossy"]:
             assert base64.b64decode(q["raw_base64"]) == body
             assert "\\xff" in q["raw"]
         else:
@@ -194,7 +239,7 @@ def test_quarantine_counts_every_kind(tmp_path):
 
 def test_default_quarantine_path(tmp_path):
     src = write(tmp_path / "r.jsonl", good_line(0) + b"[]\n")
-    report = ingest_reviews(src, tmp_path / "out" / "reviews.parquet")
+    report = ingest_reviews(src, tmp_path / "out" / "reviews.parquet", **LENIENT)
     qpath = tmp_path / "out" / "reviews.quarantine.jsonl"
     assert report["quarantine"] == qpath.name
     assert json.loads(qpath.read_text())["reason"] == "not_an_object"
@@ -232,6 +277,88 @@ def test_empty_file_gives_typed_empty_table(tmp_path):
     table = pq.read_table(tmp_path / "r.parquet")
     assert table.num_rows == 0 and table.schema.equals(REVIEW_SCHEMA)
     assert report["records_read"] == 0
+
+
+def test_empty_file_is_an_error_under_strict(tmp_path):
+    src = write(tmp_path / "r.jsonl", b"")
+    with pytest.raises(IngestError, match=r"^r\.jsonl: empty_input: the file holds no lines"):
+        ingest_reviews(src, tmp_path / "r.parquet", policy="strict")
+    assert not (tmp_path / "r.parquet").exists()
+
+
+def test_empty_file_is_a_reported_warning_under_quarantine(tmp_path):
+    src = write(tmp_path / "r.jsonl", b"")
+    report = ingest_reviews(src, tmp_path / "r.parquet")
+    assert report["empty_input"] is True
+    assert report["warnings"] == ["empty_input: the file holds no lines"]
+    with pytest.raises(ValueError, match=r"r\.jsonl: 0 reviews; 0 line\(s\) read.*file is empty"):
+        require_records(report, src)
+
+
+@pytest.mark.parametrize(("n_bad", "stops"), [(1, False), (2, True)])
+def test_quarantine_rate_guard(tmp_path, n_bad, stops):
+    """20 lines: 1 bad is 5% (at the default limit, accepted), 2 bad are 10% (stopped)."""
+    body = [good_line(i) for i in range(20 - n_bad)] + [b"[]\n"] * n_bad
+    src = write(tmp_path / "r.jsonl", b"".join(body))
+    if not stops:
+        assert ingest_reviews(src, tmp_path / "r.parquet")["records_quarantined"] == 1
+        return
+    with pytest.raises(IngestError) as info:
+        ingest_reviews(src, tmp_path / "r.parquet")
+    assert info.value.reason == "quarantine_rate" and info.value.line is None
+    assert "2 of 20 lines (10.0%)" in str(info.value) and "not_an_object: 2" in str(info.value)
+    assert "first bad lines: 19, 20" in str(info.value)
+    assert not (tmp_path / "r.parquet").exists() and not (tmp_path / "r.quarantine.jsonl").exists()
+
+
+def test_line_size_cap_boundaries(tmp_path):
+    """A line of exactly max_line_bytes (newline excluded) passes; one byte more does not,
+    also as the last line without a newline; the lines after an overlong one are read."""
+    base = good_line(0)
+    cap = len(base) - 1
+    longer = line(review(1, text="x" * 50))
+    last = good_line(2)[:-1] + b" "  # cap + 1 bytes, no newline
+    assert len(last) == cap + 1
+    src = write(tmp_path / "r.jsonl", base + longer + last)
+    report = ingest_reviews(src, tmp_path / "r.parquet", max_line_bytes=cap, **LENIENT)
+    assert report["records_written"] == 1
+    assert report["quarantined_by_reason"] == {"line_too_long": 2}
+    details = [json.loads(x)["detail"] for x in (tmp_path / "r.quarantine.jsonl").open()]
+    assert details[0] == f"{len(longer) - 1} bytes, above max_line_bytes {cap}"
+    assert details[1] == f"{cap + 1} bytes, above max_line_bytes {cap}"
+    report = ingest_reviews(src, tmp_path / "r2.parquet", max_line_bytes=len(longer), **LENIENT)
+    assert report["quarantined_by_reason"] == {} and report["records_written"] == 3
+
+
+def test_implausible_timestamp_names_the_date_and_the_likely_unit(tmp_path):
+    src = write(tmp_path / "r.jsonl", line(review(0, timestamp=1_600_000_000)))
+    with pytest.raises(IngestError) as info:
+        ingest_reviews(src, tmp_path / "r.parquet", policy="strict")
+    assert "is 1970-01-19, outside the plausible range [1995-01-01, 2030-01-01)" in str(info.value)
+    assert "read as seconds it would be 2020-09-13" in str(info.value)
+    late = write(tmp_path / "late.jsonl", line(review(0, timestamp=1_900_000_000_000)))
+    ingest_reviews(late, tmp_path / "ok.parquet", policy="strict", max_date="2031-01-01")
+    with pytest.raises(IngestError, match="2030-03-17, outside .* 2030-01-01"):
+        ingest_reviews(late, tmp_path / "late.parquet", policy="strict")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # colons inside text, an escaped quote before a colon, a key spaced from its colon,
+        # nested objects in images, compact separators, pretty separators
+        line(review(0, text='He said: "fine": yes. Time 10:30, ratio 1:2.')),
+        line(review(1, text='a \\": b', title='x": y')),
+        line(review(2)).replace(b'"rating":', b'"rating" :'),
+        line(review(3, images=[{"url": "https://x/y:1", "meta": {"w": 1, "h": 2}}])),
+        json.dumps(review(4), separators=(",", ":")).encode() + b"\n",
+        json.dumps(review(5), separators=(" , ", " : ")).encode() + b"\n",
+        line(review(6, text="at 10:30")).replace(b"10:30", b"10\\u003a30"),
+    ],
+)
+def test_duplicate_key_check_has_no_false_positives(tmp_path, raw):
+    src = write(tmp_path / "r.jsonl", raw)
+    assert ingest_reviews(src, tmp_path / "r.parquet", policy="strict")["records_written"] == 1
 
 
 def test_rejects_unknown_policy(tmp_path):
@@ -283,8 +410,8 @@ def test_gzip_input_gives_identical_parquet(tmp_path):
     src, _, _, _ = mixed_file(tmp_path)
     gz = tmp_path / "mixed.jsonl.gz"
     gz.write_bytes(gzip.compress(src.read_bytes(), mtime=0))
-    plain = ingest_reviews(src, tmp_path / "plain.parquet")
-    packed = ingest_reviews(gz, tmp_path / "packed.parquet")
+    plain = ingest_reviews(src, tmp_path / "plain.parquet", **LENIENT)
+    packed = ingest_reviews(gz, tmp_path / "packed.parquet", **LENIENT)
     assert (tmp_path / "plain.parquet").read_bytes() == (tmp_path / "packed.parquet").read_bytes()
     assert packed["compression"] == "gzip" and plain["compression"] == "none"
     assert packed["quarantined_by_reason"] == plain["quarantined_by_reason"]
@@ -318,6 +445,7 @@ def test_output_is_byte_deterministic(tmp_path):
             tmp_path / run / "r.parquet",
             quarantine_path=tmp_path / run / "q.jsonl",
             report_path=tmp_path / run / "report.json",
+            **LENIENT,
         )
         outputs.append(
             (
@@ -332,8 +460,8 @@ def test_output_is_byte_deterministic(tmp_path):
 
 def test_chunking_does_not_change_rows(tmp_path):
     src, _, _, _ = mixed_file(tmp_path)
-    ingest_reviews(src, tmp_path / "small.parquet", chunk_size=3)
-    ingest_reviews(src, tmp_path / "big.parquet", chunk_size=50_000)
+    ingest_reviews(src, tmp_path / "small.parquet", chunk_size=3, **LENIENT)
+    ingest_reviews(src, tmp_path / "big.parquet", chunk_size=50_000, **LENIENT)
     small, big = pq.read_table(tmp_path / "small.parquet"), pq.read_table(tmp_path / "big.parquet")
     assert small.equals(big)
     assert pq.ParquetFile(tmp_path / "small.parquet").num_row_groups > 1
@@ -365,8 +493,8 @@ def product(i: int, **over) -> dict:
 
 
 def ingest_products(tmp_path, recs, **kw):
-    src = write(tmp_path / "meta.jsonl", b"".join(line(r) for r in recs))
-    report = ingest_meta(src, tmp_path / "meta.parquet", **kw)
+    src = write(tmp_path / "meta.jsonl", b"".join(r if type(r) is bytes else line(r) for r in recs))
+    report = ingest_meta(src, tmp_path / "meta.parquet", **{**LENIENT, **kw})
     return report, pq.read_table(tmp_path / "meta.parquet")
 
 
@@ -439,6 +567,15 @@ BAD_PRODUCTS = [
     ("missing_title", without(product(18), "title"), "missing_field"),
     ("empty_parent_asin", product(19, parent_asin=" "), "empty_id"),
     ("images_not_objects", product(20, images=["https://x"]), "wrong_type"),
+    ("title_blank", product(21, title=" \u200b\u00a0"), "empty_title"),
+    ("parent_asin_slash", product(22, parent_asin="P/22"), "bad_id"),
+    (
+        "details_duplicate_key",
+        line(product(23, details={"Brand": "A"})).replace(
+            b'{"Brand": "A"}', b'{"Brand": "A", "Brand": "B"}'
+        ),
+        "duplicate_key",
+    ),
     ("duplicate_product", product(0, title="Again"), "duplicate_product"),
 ]
 
@@ -512,7 +649,7 @@ def _mutations(seed: int, n: int, base: dict, id_key: str) -> list[bytes]:
 )
 def test_fuzzed_records_reconcile(tmp_path, ingest, base, id_key):
     src = write(tmp_path / "fuzz.jsonl", b"".join(_mutations(13, 400, base, id_key)))
-    report = ingest(src, tmp_path / "fuzz.parquet")
+    report = ingest(src, tmp_path / "fuzz.parquet", **LENIENT)
     assert report["records_read"] == 400
     assert set(report["quarantined_by_reason"]) <= set(REASONS)
     assert report["records_written"] == pq.read_metadata(tmp_path / "fuzz.parquet").num_rows

@@ -12,6 +12,7 @@ import pytest
 from personalir import workflow_support as ws
 from personalir.common.config import REPO_ROOT, ConfigError, load_config, validate_config
 from personalir.data.ingest import ingest_meta, ingest_reviews, require_records
+from personalir.data.ingest_schema import IngestError
 from personalir.data.sentences import SentenceRules, build_user_sentences
 from personalir.errors.sampling import clean_texts
 from tests.fixtures.real_reviews import write_reviews
@@ -91,17 +92,22 @@ def test_domain_placeholder_in_a_local_path(tmp_path):
     assert ws.raw_file(cfg, DOMAIN, "reviews") == str(reviews)
 
 
-@pytest.mark.parametrize(
-    ("content", "detail"),
-    [("", "0 line(s) read, 0 quarantined"), ("not json\n\n", "2 line(s) read, 2 quarantined")],
-)
-def test_empty_catalogue_is_refused_naming_the_file(tmp_path, content, detail):
+def test_empty_catalogue_is_refused_naming_the_file(tmp_path):
     meta = tmp_path / f"meta_{DOMAIN}.jsonl"
-    meta.write_text(content, encoding="utf-8")
+    meta.write_text("", encoding="utf-8")
     report = ingest_meta(meta, tmp_path / "meta.parquet")
     with pytest.raises(ValueError, match="0 products") as err:
         require_records(report, meta)
-    assert str(meta) in str(err.value) and detail in str(err.value)
+    assert str(meta) in str(err.value)
+    assert "0 line(s) read, 0 quarantined (the file is empty)" in str(err.value)
+
+
+def test_catalogue_of_bad_lines_is_refused_naming_the_reasons(tmp_path):
+    meta = tmp_path / f"meta_{DOMAIN}.jsonl"
+    meta.write_text("not json\n\n", encoding="utf-8")
+    with pytest.raises(IngestError, match=r"quarantine_rate: 2 of 2 lines \(100\.0%\)") as err:
+        ingest_meta(meta, tmp_path / "meta.parquet")
+    assert "invalid_json: 1, blank_line: 1" in str(err.value)
 
 
 def test_a_catalogue_with_products_passes(tmp_path):

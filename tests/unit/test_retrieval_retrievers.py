@@ -127,6 +127,25 @@ def test_missing_models_name_the_model_and_how_to_get_it(monkeypatch, tmp_path):
     assert resolve_model("packaged:splade-tiny").path.endswith("model")
 
 
+def test_unreadable_model_cache_is_reported_not_hidden(monkeypatch, tmp_path):
+    """A plain cache miss reads as "not in the cache"; any other failure of the cache lookup
+    (permissions, a broken snapshot) is named in the error instead of being swallowed."""
+    import huggingface_hub
+
+    def broken(repo_id, **kw):
+        raise PermissionError(f"[Errno 13] Permission denied: '{tmp_path}/models--x'")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", broken)
+    with pytest.raises(ModelNotAvailableError) as err:
+        resolve_model("thenlper/gte-base", allow_download=False)
+    assert "reading the local cache failed: PermissionError: [Errno 13]" in str(err.value)
+    monkeypatch.undo()
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    with pytest.raises(ModelNotAvailableError) as err:
+        resolve_model("thenlper/gte-base", allow_download=False)
+    assert "reading the local cache failed" not in str(err.value)
+
+
 def test_rerank_pair_sample_is_seeded_and_whole_pairs():
     queries = [
         QueryText(f"{p}:{r}", "t", "D", p, "syntactic" if p.startswith("s") else "writing_error")

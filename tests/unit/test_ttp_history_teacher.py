@@ -181,6 +181,11 @@ def test_openai_teacher_unreachable_endpoint_raises():
         teacher.candidates([TeacherRequest("q", ())], 2)
 
 
+def test_openai_teacher_refuses_non_http_base_url():
+    with pytest.raises(ValueError, match="http"):
+        OpenAICompatibleTeacher(base_url="file:///etc", model="m")
+
+
 def test_hf_local_teacher_samples_k_candidates(tmp_path):
     from personalir.ttp.teacher import HFLocalTeacher
     from tests.fixtures.models import build_tiny_causal_lm

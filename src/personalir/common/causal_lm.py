@@ -59,9 +59,12 @@ def load_causal_lm(ref: ModelRef, *, dtype: str = "float32", device: str = "cpu"
             _fill_gguf_cache(ref, cached)
         ref = ModelRef(ref.name, str(cached))
     kwargs = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
-    tok = AutoTokenizer.from_pretrained(ref.path, **kwargs)
+    # ref.path is a local folder (resolve_model, or the dequantised cache), not a hub id.
+    tok = AutoTokenizer.from_pretrained(ref.path, **kwargs)  # nosec B615
     torch_dtype = torch.float32 if ref.gguf_file else getattr(torch, dtype)
-    model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=torch_dtype, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(  # nosec B615
+        ref.path, dtype=torch_dtype, **kwargs
+    )
     if ref.gguf_file:
         _drop_quantizer(model)
     model.to(device).eval()
@@ -88,8 +91,10 @@ def _fill_gguf_cache(ref: ModelRef, target: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    tok = AutoTokenizer.from_pretrained(ref.path, gguf_file=ref.gguf_file)
-    model = AutoModelForCausalLM.from_pretrained(
+    tok = AutoTokenizer.from_pretrained(  # nosec B615  # ref.path: a local (packaged) folder
+        ref.path, gguf_file=ref.gguf_file
+    )
+    model = AutoModelForCausalLM.from_pretrained(  # nosec B615  # a local folder, see above
         ref.path, gguf_file=ref.gguf_file, dtype=torch.float32
     )
     _drop_quantizer(model)

@@ -3,6 +3,16 @@
 The schema lives in ``config/schema/*.schema.yaml`` (one file per stage, merged in name
 order). Every key documents its type, default and meaning; unknown keys and wrong types stop
 the run with a message naming the key and, when the config came from a file, its line.
+
+Refused beyond what JSON Schema says: a key given twice in one YAML mapping (YAML keeps the
+last silently); a float where an integer belongs (``7.0``: JSON Schema would accept it);
+a ``results_dir`` that is empty, absolute, ``.``, climbs out with ``..`` or names one of the
+repository's own folders; and contradictions between keys that the schema declares with
+
+- ``x-at-most: <dotted key>`` / ``x-less-than: <dotted key>`` on a property: its value (the
+  largest item of a list) must be at most / below the other key's value;
+- ``x-sum-less-than: {keys: [...], limit: L}`` on an object: those of its keys must sum to
+  less than ``L``.
 """
 
 from __future__ import annotations
@@ -23,6 +33,39 @@ SCHEMA_DIR = REPO_ROOT / "config" / "schema"
 
 class ConfigError(ValueError):
     """A configuration key is unknown, mistyped or out of range."""
+
+
+def _is_integer(checker: Any, instance: Any) -> bool:
+    # JSON Schema counts 7.0 as an integer; a config that says 7.0 probably meant something
+    # else (a rate, a share), so only a real int (not a bool) is one here.
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+)
+
+#: Top-level folders of the repository that a ``results_dir`` must not write into.
+_SOURCE_FOLDERS = frozenset(
+    {
+        ".git",
+        ".dvc",
+        ".ci",
+        "benchmarks",
+        "config",
+        "docs",
+        "dvc-store",
+        "envs",
+        "paper",
+        "profiles",
+        "rules",
+        "scripts",
+        "src",
+        "tests",
+        "workflow_scripts",
+    }
+)
 
 
 def load_schema(schema_dir: str | Path = SCHEMA_DIR) -> dict:
@@ -155,18 +198,28 @@ def validate_config(
         sources = [(source or "config", text)] if text else []
     if not isinstance(config, dict):
         raise ConfigError(f"{source or 'config'}: the top level must be a mapping")
+    duplicates = [msg for name, body in sources for msg in duplicate_keys(body, name)]
+    if duplicates:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(duplicates))
     filled = fill_defaults(config, schema)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _Validator(schema)
     errors = sorted(validator.iter_errors(filled), key=lambda e: list(map(str, e.absolute_path)))
-    if errors:
+    found = [(*_describe(err), err) for err in errors]
+    if not found:
+        found = [(path, msg, None) for path, msg in semantic_errors(filled, schema)]
+    if found:
         indexed = [(name, _key_lines(body)) for name, body in sources]
         if command_line:
             indexed.insert(0, ("--config", _dict_paths(command_line)))
         messages = []
-        for err in errors:
-            path, msg = _describe(err)
+        for path, msg, err in found:
             where = _where(path, indexed, source)
-            if where == "--config" and isinstance(err.instance, str) and err.validator == "type":
+            if (
+                where == "--config"
+                and err is not None
+                and isinstance(err.instance, str)
+                and err.validator == "type"
+            ):
                 msg += (
                     " (snakemake reads values nested in --config as strings: set this key in "
                     "a --configfile instead)"
@@ -174,6 +227,128 @@ def validate_config(
             messages.append(f"{where}: {msg}")
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(messages))
     return filled
+
+
+def duplicate_keys(text: str, name: str) -> list[str]:
+    """``name:line: ...`` for every key given twice in one mapping of a YAML document."""
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return []  # the loader reports the syntax error itself
+    found: list[str] = []
+
+    def walk(node: yaml.Node, path: tuple) -> None:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue  # a complex key: nothing a config uses
+                key = key_node.value
+                line = key_node.start_mark.line + 1
+                full = ".".join(map(str, path + (key,)))
+                if key in first:
+                    found.append(
+                        f"{name}:{line}: config key '{full}' is given twice (first at line "
+                        f"{first[key]}); YAML would keep only the last: delete one"
+                    )
+                else:
+                    first[key] = line
+                walk(value_node, path + (key,))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, path + (i,))
+
+    if root is not None:
+        walk(root, ())
+    return found
+
+
+def _get(config: Mapping, dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _largest(value: Any) -> Any:
+    if isinstance(value, list):
+        return max(value) if value else None
+    return value
+
+
+def semantic_errors(config: Mapping, schema: Mapping) -> list[tuple[tuple, str]]:
+    """(key path, message) of each value the schema's types allow but the workflow cannot use:
+    an unsafe ``results_dir`` and the cross-key constraints (``x-at-most``, ``x-less-than``,
+    ``x-sum-less-than``) of a schema-valid config."""
+    out = [((("results_dir",)), msg) for msg in results_dir_problems(config.get("results_dir"))]
+
+    def walk(node: Any, sub: Mapping, path: tuple) -> None:
+        if not isinstance(node, Mapping):
+            return
+        rule = sub.get("x-sum-less-than")
+        if rule:
+            values = [node.get(k) for k in rule["keys"]]
+            if all(isinstance(v, (int, float)) for v in values) and sum(values) >= rule["limit"]:
+                names = " + ".join(f"'{'.'.join(path + (k,))}'" for k in rule["keys"])
+                shown = " + ".join(f"{v:g}" for v in values)
+                out.append(
+                    (
+                        path + (rule["keys"][-1],),
+                        f"{names} = {shown} must be less than {rule['limit']:g}",
+                    )
+                )
+        for key, prop in sub.get("properties", {}).items():
+            if key not in node:
+                continue
+            full = ".".join(path + (key,))
+            for keyword, ok, words in (
+                ("x-at-most", lambda a, b: a <= b, "at most"),
+                ("x-less-than", lambda a, b: a < b, "less than"),
+            ):
+                other = prop.get(keyword)
+                if other is None:
+                    continue
+                mine, theirs = _largest(node[key]), _get(config, other)
+                if mine is None or theirs is None or ok(mine, theirs):
+                    continue
+                largest = " (its largest value)" if isinstance(node[key], list) else ""
+                out.append(
+                    (
+                        path + (key,),
+                        f"config key '{full}': {mine!r}{largest} must be {words} '{other}' "
+                        f"({theirs!r})",
+                    )
+                )
+            if prop.get("type") == "object":
+                walk(node[key], prop, path + (key,))
+
+    walk(config, schema, ())
+    return out
+
+
+def results_dir_problems(value: Any) -> list[str]:
+    """Why ``value`` cannot be the results root: it must be a non-empty relative path that
+    stays inside the repository and is not one of its source folders."""
+    if not isinstance(value, str):
+        return []  # the schema's type check reports it
+    head = "config key 'results_dir':"
+    if not value.strip():
+        return [f"{head} {value!r} is empty: it would plan writes at the filesystem root"]
+    if value.startswith(("/", "~", "\\")) or (len(value) > 1 and value[1] == ":"):
+        return [f"{head} {value!r} is absolute: use a path relative to the repository"]
+    parts = [p for p in value.replace("\\", "/").split("/") if p not in ("", ".")]
+    if ".." in parts:
+        return [f"{head} {value!r} has a '..' part: name a folder inside the repository directly"]
+    if not parts:
+        return [f"{head} {value!r} is the repository root itself: name a folder in it"]
+    if parts[0] in _SOURCE_FOLDERS:
+        return [
+            f"{head} {value!r} lies in the repository's own '{parts[0]}/' folder: choose "
+            "another name (results, results-<name>)"
+        ]
+    return []
 
 
 def _dict_paths(values: Mapping, prefix: tuple = ()) -> dict[tuple, None]:

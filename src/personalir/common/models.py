@@ -107,15 +107,22 @@ def resolve_model(name: str, *, allow_download: bool = False) -> ModelRef:
 
 def _from_hub(repo_id: str, allow_download: bool) -> ModelRef:
     from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
 
+    cache_problem = ""
     try:
-        return ModelRef(repo_id, snapshot_download(repo_id, local_files_only=True))
-    except Exception:  # noqa: BLE001 - any failure means "not in the local cache"
-        pass
+        # local_files_only: reads the local cache, never the network.
+        cached = snapshot_download(repo_id, local_files_only=True)  # nosec B615
+        return ModelRef(repo_id, cached)
+    except LocalEntryNotFoundError:
+        pass  # not cached: said below
+    except Exception as exc:  # noqa: BLE001 - a cache that cannot be read is named below
+        cache_problem = f" (reading the local cache failed: {type(exc).__name__}: {exc})"
     how = (
-        f"model {repo_id!r} is not in the local Hugging Face cache. Obtain it on a machine with "
-        f"access to the hub: `hf download {repo_id}` (the cache is $HF_HOME, default "
-        "~/.cache/huggingface), or save it to a folder and configure that folder as the model"
+        f"model {repo_id!r} is not in the local Hugging Face cache{cache_problem}. Obtain it "
+        f"on a machine with access to the hub: `hf download {repo_id}` (the cache is $HF_HOME, "
+        "default ~/.cache/huggingface), or save it to a folder and configure that folder as "
+        "the model"
     )
     if not allow_download:
         raise ModelNotAvailableError(
@@ -123,6 +130,9 @@ def _from_hub(repo_id: str, allow_download: bool) -> ModelRef:
             "(queries.lm.allow_download, retrieval.allow_download)."
         )
     try:
-        return ModelRef(repo_id, snapshot_download(repo_id))
+        # Opt-in (allow_download) fetch of the hub id the user configured, at its latest
+        # revision: the config has no revision pin to pass.
+        downloaded = snapshot_download(repo_id)  # nosec B615
+        return ModelRef(repo_id, downloaded)
     except Exception as exc:  # noqa: BLE001 - network, auth (gated models), missing repo
         raise ModelNotAvailableError(f"{how}. Download failed: {exc}") from exc

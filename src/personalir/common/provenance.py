@@ -23,7 +23,7 @@ import importlib.metadata
 import json
 import os
 import re
-import subprocess
+import subprocess  # nosec B404  # runs git with an argv list, no shell
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -64,7 +64,7 @@ def file_record(path: str | os.PathLike) -> dict[str, Any]:
 # --------------------------------------------------------------------------- provenance
 def _git(workdir: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(
+        out = subprocess.run(  # nosec B603 B607  # the user's git on PATH, argv list
             ["git", "-C", str(workdir), *args],
             capture_output=True,
             text=True,

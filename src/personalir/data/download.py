@@ -28,6 +28,7 @@ import os
 import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -193,9 +194,13 @@ def _fetch_once(url: str, part: Path, *, timeout_s: float, chunk_size: int, prog
     headers = {"User-Agent": _USER_AGENT, "Accept-Encoding": "identity"}
     if offset:
         headers["Range"] = f"bytes={offset}-"
+    scheme = urllib.parse.urlsplit(url).scheme.lower()
+    if scheme not in ("http", "https"):
+        # urlopen would also read file:, ftp: or data: URLs; only HTTP answers are handled.
+        raise DownloadError(f"{url}: only http and https URLs can be downloaded, not {scheme!r}")
     request = urllib.request.Request(url, headers=headers)
     try:
-        response = urllib.request.urlopen(request, timeout=timeout_s)
+        response = urllib.request.urlopen(request, timeout=timeout_s)  # nosec B310  # http(s)
     except urllib.error.HTTPError as err:
         if err.code == 416 and offset:
             total = re.fullmatch(r"bytes\s+\*/(\d+)", err.headers.get("Content-Range") or "")

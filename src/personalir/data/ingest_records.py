@@ -25,6 +25,7 @@ Choices worth knowing
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import math
 import re
@@ -33,18 +34,74 @@ from typing import Any
 
 import orjson
 
-from personalir.data.ingest_schema import META_FIELDS, META_SCHEMA, REVIEW_FIELDS, REVIEW_SCHEMA
+from personalir.data.ingest_schema import (
+    DEFAULT_LIMITS,
+    META_FIELDS,
+    META_SCHEMA,
+    REVIEW_FIELDS,
+    REVIEW_SCHEMA,
+)
 
-_MAX_TIMESTAMP_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z
 _INT64_MAX = 2**63 - 1
+_RATINGS = frozenset((1, 2, 3, 4, 5))  # 5.0 == 5: a float star count is accepted when whole
+#: Characters that carry no content: Unicode whitespace and the zero-width ones.
+_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u180e"
+_BLANK_START = frozenset(
+    [chr(c) for c in range(0x3000 + 1) if chr(c).isspace()] + list(_ZERO_WIDTH)
+)
+_CONTENT = re.compile(rf"[^\s{_ZERO_WIDTH}]")
+#: An id: no whitespace, no ``/`` (ids become file names and join keys), no control character.
+_ID = re.compile(r"[^\s/\x00-\x1f\x7f]+")
 _PRICE_AMOUNT = re.compile(r"\$?\s*((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)")
 _PRICE_NULL_STRINGS = frozenset({"", "none", "null", "nan", "n/a", "na", "-", "--", "—"})
 _dumps = orjson.dumps
 _sha1 = hashlib.sha1
 
+# The review fields as orjson returns them: its key cache hands back the same string objects
+# for the same key, so the lookups below match by identity instead of comparing characters.
+# Only a speed-up: a key that is equal but not identical (after a cache eviction) still matches.
+(
+    _K_RATING,
+    _K_TITLE,
+    _K_TEXT,
+    _K_IMAGES,
+    _K_ASIN,
+    _K_PARENT_ASIN,
+    _K_USER_ID,
+    _K_TIMESTAMP,
+    _K_HELPFUL_VOTE,
+    _K_VERIFIED_PURCHASE,
+) = _REVIEW_KEY_ORDER = tuple(
+    orjson.loads(
+        b'{"rating":0,"title":0,"text":0,"images":0,"asin":0,"parent_asin":0,"user_id":0,'
+        b'"timestamp":0,"helpful_vote":0,"verified_purchase":0}'
+    )
+)
+_REVIEW_KEYS = frozenset(_REVIEW_KEY_ORDER)
+
 
 def _compact_json(value: Any) -> str:
     return _dumps(value).decode()
+
+
+def has_content(value: str) -> bool:
+    """True unless ``value`` is empty or only whitespace and zero-width characters."""
+    return _CONTENT.search(value) is not None
+
+
+def date_ms(iso_date: str) -> int:
+    """``YYYY-MM-DD`` (UTC midnight) as Unix milliseconds."""
+    day = datetime.date.fromisoformat(iso_date)
+    return (
+        int(datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.UTC).timestamp()) * 1000
+    )
+
+
+def _ms_date(ms: int) -> str:
+    try:
+        return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).date().isoformat()
+    except (OverflowError, OSError, ValueError):
+        return "beyond the calendar"
 
 
 class BadRecord(Exception):
@@ -142,24 +199,52 @@ def _non_empty_id(obj: dict, name: str) -> str:
         raise BadRecord("wrong_type", name, f"{name!r} must be a string, got {type_name(value)}")
     if not value or value.isspace():
         raise BadRecord("empty_id", name, f"{name!r} is empty")
+    _check_id(name, value)
     return value
+
+
+def _check_id(name: str, value: str) -> None:
+    if not value.encode().isalnum() and _ID.fullmatch(value) is None:
+        bad = next(c for c in value if not _ID.fullmatch(c))
+        raise BadRecord(
+            "bad_id", name, f"{name!r} {value!r} holds {bad!r} (whitespace, '/' or a control char)"
+        )
+
+
+def _opt_title(obj: dict) -> str | None:
+    title = _opt_str(obj, "title")
+    if title is not None and not has_content(title):
+        raise BadRecord(
+            "empty_title", "title", f"'title' {title!r} is empty or only blank characters"
+        )
+    return title
 
 
 # ---------------------------------------------------------------------------------------------
 # Record converters: dict -> output row tuple in schema order
 
 
-def _diagnose_review(obj: dict) -> None:
+def _diagnose_review(obj: dict, min_ms: int, max_ms: int, limits: str) -> None:
     """Raise the first failing check of a review, in schema order (the slow, readable path)."""
-    _number(obj, "rating", 1, 5, required=True)
-    _opt_str(obj, "title")
+    rating = _number(obj, "rating", 1, 5, required=True)
+    if rating not in _RATINGS:
+        raise BadRecord(
+            "non_integral_rating",
+            "rating",
+            f"'rating' must be a whole number of stars, got {rating!r}",
+        )
+    _opt_title(obj)
     text = _required(obj, "text")
     if type(text) is not str:
         raise BadRecord("wrong_type", "text", f"'text' must be a string, got {type_name(text)}")
-    if not text or text.isspace():
-        raise BadRecord("empty_text", "text", "'text' is empty or whitespace only")
+    if not has_content(text):
+        raise BadRecord(
+            "empty_text", "text", "'text' is empty or only whitespace and zero-width characters"
+        )
     _opt_json_list(obj, "images", of_objects=True)
-    _opt_str(obj, "asin")
+    asin = _opt_str(obj, "asin")
+    if asin:
+        _check_id("asin", asin)
     _non_empty_id(obj, "parent_asin")
     _non_empty_id(obj, "user_id")
     timestamp = _required(obj, "timestamp")
@@ -169,11 +254,21 @@ def _diagnose_review(obj: dict) -> None:
             "timestamp",
             f"'timestamp' must be an integer (Unix ms), got {type_name(timestamp)}",
         )
-    if not 0 < timestamp < _MAX_TIMESTAMP_MS:
+    if timestamp <= 0:
         raise BadRecord(
-            "out_of_range",
+            "out_of_range", "timestamp", f"'timestamp' must be > 0 (Unix ms), got {timestamp!r}"
+        )
+    if not min_ms <= timestamp < max_ms:
+        hint = (
+            "; read as seconds it would be " + _ms_date(timestamp * 1000) + ": seconds, not ms?"
+            if min_ms <= timestamp * 1000 < max_ms
+            else ""
+        )
+        raise BadRecord(
+            "implausible_timestamp",
             "timestamp",
-            f"'timestamp' must be in (0, {_MAX_TIMESTAMP_MS}) ms, got {timestamp!r}",
+            f"'timestamp' {timestamp} ms is {_ms_date(timestamp)}, outside the plausible range "
+            f"{limits}{hint}",
         )
     _opt_count(obj, "helpful_vote")
     verified = obj.get("verified_purchase")
@@ -192,51 +287,72 @@ class ReviewConverter:
     schema = REVIEW_SCHEMA
     kind = "review"
 
-    def __init__(self) -> None:
+    def __init__(
+        self, min_date: str = DEFAULT_LIMITS["min_date"], max_date: str = DEFAULT_LIMITS["max_date"]
+    ) -> None:
         self.seen: set[str] = set()
         self.unknown_fields: Counter[str] = Counter()
+        self.min_ms, self.max_ms = date_ms(min_date), date_ms(max_date)
+        if self.min_ms >= self.max_ms:
+            raise ValueError(f"min_date {min_date} must be before max_date {max_date}")
+        self.min_date, self.max_date = min_date, max_date
+        self.limits_text = f"[{min_date}, {max_date}) (data.ingest.min_date, max_date)"
 
     def stats(self) -> dict:
         return {}
 
+    def limits(self) -> dict:
+        return {"min_date": self.min_date, "max_date": self.max_date}
+
     def __call__(self, obj: dict, line_no: int) -> tuple:
         get = obj.get
-        rating = get("rating")
-        title = get("title")
-        text = get("text")
-        images = get("images")
-        asin = get("asin")
-        parent_asin = get("parent_asin")
-        user_id = get("user_id")
-        timestamp = get("timestamp")
-        helpful_vote = get("helpful_vote")
-        verified = get("verified_purchase")
+        rating = get(_K_RATING)
+        title = get(_K_TITLE)
+        text = get(_K_TEXT)
+        images = get(_K_IMAGES)
+        asin = get(_K_ASIN)
+        parent_asin = get(_K_PARENT_ASIN)
+        user_id = get(_K_USER_ID)
+        timestamp = get(_K_TIMESTAMP)
+        helpful_vote = get(_K_HELPFUL_VOTE)
+        verified = get(_K_VERIFIED_PURCHASE)
         if not (
             (type(rating) is float or type(rating) is int)
-            and 1 <= rating <= 5
-            and (title is None or type(title) is str)
+            and rating in _RATINGS
+            and (
+                title is None
+                or (
+                    type(title) is str
+                    and title
+                    and (title[0] not in _BLANK_START or has_content(title))
+                )
+            )
             and type(text) is str
             and text
-            and not text.isspace()
+            and (text[0] not in _BLANK_START or has_content(text))
             and (images is None or images == [] or _is_object_list(images))
-            and (asin is None or type(asin) is str)
+            and (
+                asin is None
+                or (
+                    type(asin) is str
+                    and (asin.encode().isalnum() or not asin or _ID.fullmatch(asin))
+                )
+            )
             and type(parent_asin) is str
-            and parent_asin
-            and not parent_asin.isspace()
+            and (parent_asin.encode().isalnum() or _ID.fullmatch(parent_asin))
             and type(user_id) is str
-            and user_id
-            and not user_id.isspace()
+            and (user_id.encode().isalnum() or _ID.fullmatch(user_id))
             and type(timestamp) is int
-            and 0 < timestamp < _MAX_TIMESTAMP_MS
+            and self.min_ms <= timestamp < self.max_ms
             and (
                 helpful_vote is None
                 or (type(helpful_vote) is int and 0 <= helpful_vote <= _INT64_MAX)
             )
             and (verified is None or type(verified) is bool)
         ):
-            _diagnose_review(obj)
+            _diagnose_review(obj, self.min_ms, self.max_ms, self.limits_text)
             raise AssertionError(f"review rejected by the fast path but not diagnosed: {obj!r}")
-        if not REVIEW_FIELDS.issuperset(obj):
+        if not _REVIEW_KEYS.issuperset(obj):
             self.unknown_fields.update(k for k in obj if k not in REVIEW_FIELDS)
         if images is not None:
             images = "[]" if not images else _dumps(images).decode()
@@ -274,6 +390,9 @@ class MetaConverter:
         self.unknown_fields: Counter[str] = Counter()
         self.price_outcomes: Counter[str] = Counter()
         self.details_stringified = 0
+
+    def limits(self) -> dict:
+        return {}
 
     def stats(self) -> dict:
         outcomes = ("absent_or_null", "number", "string_parsed", "string_null", "string_unparsed")
@@ -323,11 +442,8 @@ class MetaConverter:
 
     def __call__(self, obj: dict, line_no: int) -> tuple:
         main_category = _opt_str(obj, "main_category")
-        title = _required(obj, "title")
-        if type(title) is not str:
-            raise BadRecord(
-                "wrong_type", "title", f"'title' must be a string, got {type_name(title)}"
-            )
+        _required(obj, "title")
+        title = _opt_title(obj)
         average_rating = _number(obj, "average_rating", 0.0, 5.0)
         rating_number = _opt_count(obj, "rating_number")
         features = _opt_str_list(obj, "features")

@@ -17,7 +17,10 @@ Meta (:data:`META_SCHEMA`): ``parent_asin!``, ``title!``, ``main_category``, ``s
 ``images_json``, ``videos_json``, ``bought_together_json`` string, ``source_line!`` int64.
 
 Reason codes (stable; checks run in this order, the first failing one is reported; field
-checks go through the fields in the official schema order)
+checks go through the fields in the official schema order, each field's checks in the order
+listed here)
+- ``line_too_long``: the line holds more than ``max_line_bytes`` bytes (newline excluded); it
+  is not parsed; the quarantine file keeps its first bytes (up to 1 KiB, ``raw_truncated``).
 - ``blank_line``: empty or whitespace-only line.
 - ``truncated_final_line``: last line has no newline and does not parse.
 - ``nul_byte``: a raw NUL byte in the line.
@@ -25,21 +28,36 @@ checks go through the fields in the official schema order)
 - ``lone_surrogate``: a ``\\uD800``-``\\uDFFF`` escape without its pair (not storable as UTF-8).
 - ``invalid_json``: the line does not parse as JSON.
 - ``not_an_object``: valid JSON that is not an object (array, number, string, ...).
+- ``duplicate_key``: an object (at any depth) names the same key twice; JSON parsers keep one
+  of the values silently, so which one the source meant is unknown.
 - ``missing_field``: a required field is absent or null.
 - ``wrong_type``: a field has the wrong JSON type (``"rating": "five"``, a bool where an int
   belongs, ``features`` not a list of strings, ...).
 - ``out_of_range``: rating outside 1..5, average_rating outside 0..5, negative or
-  non-finite counts/prices, timestamp <= 0 or after 2100-01-01.
-- ``empty_text``: review text empty or whitespace only.
+  non-finite counts/prices, timestamp <= 0.
+- ``non_integral_rating``: a review rating that is not a whole number of stars (``4.5``; the
+  official schema has 1-5 stars; ``5.0`` is accepted).
+- ``implausible_timestamp``: a review timestamp outside the configured plausible range
+  ``[min_date, max_date)`` (``data.ingest``): seconds where milliseconds belong (1970 dates)
+  or a date in the future. The detail says which, and the date it would be.
+- ``empty_text``: review text empty, or only whitespace and zero-width characters.
+- ``empty_title``: a title that is present but empty or only whitespace and zero-width
+  characters (a review's title may be absent or null; a product's title is required).
 - ``empty_id``: user_id or parent_asin empty or whitespace only.
+- ``bad_id``: user_id, parent_asin or asin holding whitespace, ``/`` or a control character
+  (ids name files and join keys downstream).
 - ``duplicate_review``: same review_id as an earlier record (same user_id, parent_asin,
   timestamp, or a 64-bit hash collision, which would break review_id uniqueness anyway); the
   first is kept.
 - ``duplicate_product``: same meta parent_asin as an earlier record; the first is kept.
 
 File-level problems raise :class:`IngestError` under both policies (no output is written):
-``not_gzip`` (a ``.gz`` name without a gzip header) and ``corrupt_gzip`` (truncated or damaged
-stream: an unknown amount of data is missing, so nothing could honestly be counted).
+``not_gzip`` (a ``.gz`` name without a gzip header), ``corrupt_gzip`` (truncated or damaged
+stream: an unknown amount of data is missing, so nothing could honestly be counted) and
+``quarantine_rate`` (more than ``max_quarantine_fraction`` of the lines were quarantined: the
+input format has probably changed, and a run on what is left would mislead). An empty input
+file (no lines) is ``empty_input``: an error under ``strict``, a warning in the report
+(``empty_input: true``, ``warnings``) under ``quarantine``.
 """
 
 from __future__ import annotations
@@ -49,6 +67,8 @@ import hashlib
 import pyarrow as pa
 
 __all__ = [
+    "DEFAULT_LIMITS",
+    "FILE_REASONS",
     "IngestError",
     "META_SCHEMA",
     "POLICIES",
@@ -59,6 +79,7 @@ __all__ = [
 
 POLICIES = ("strict", "quarantine")
 REASONS = (
+    "line_too_long",
     "blank_line",
     "truncated_final_line",
     "nul_byte",
@@ -66,15 +87,29 @@ REASONS = (
     "lone_surrogate",
     "invalid_json",
     "not_an_object",
+    "duplicate_key",
     "missing_field",
     "wrong_type",
     "out_of_range",
+    "non_integral_rating",
+    "implausible_timestamp",
     "empty_text",
+    "empty_title",
     "empty_id",
+    "bad_id",
     "duplicate_review",
     "duplicate_product",
 )
-REPORT_SCHEMA_VERSION = 1
+#: File-level reasons of :class:`IngestError` (no line number).
+FILE_REASONS = ("not_gzip", "corrupt_gzip", "quarantine_rate", "empty_input")
+#: Plausibility limits of ``data.ingest`` (the schema's defaults; see the config docs).
+DEFAULT_LIMITS = {
+    "min_date": "1995-01-01",
+    "max_date": "2030-01-01",
+    "max_line_bytes": 1 << 20,
+    "max_quarantine_fraction": 0.05,
+}
+REPORT_SCHEMA_VERSION = 2
 
 _STR_LIST = pa.list_(pa.string())
 

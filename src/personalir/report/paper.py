@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
+import subprocess  # nosec B404  # runs the TeX engine with an argv list, no shell
 import tempfile
 from pathlib import Path
 
@@ -71,7 +71,7 @@ def build_pdf(
     )
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(2):
-            proc = subprocess.run(
+            proc = subprocess.run(  # nosec B603  # engine found by shutil.which, no shell
                 [
                     engine,
                     "-interaction=nonstopmode",

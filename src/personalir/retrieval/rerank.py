@@ -105,14 +105,12 @@ class CausalLMScorer:
                 ref, device=self.device, cache_dir=settings.model_cache
             )
         else:
-            self.tokenizer = AutoTokenizer.from_pretrained(ref.path)
-            self.model = (
-                AutoModelForCausalLM.from_pretrained(
-                    ref.path, dtype=resolve_dtype(dtype, self.device)
-                )
-                .eval()
-                .to(self.device)
+            # ref.path is a local folder (resolve_model), not a hub id.
+            self.tokenizer = AutoTokenizer.from_pretrained(ref.path)  # nosec B615
+            lm = AutoModelForCausalLM.from_pretrained(  # nosec B615
+                ref.path, dtype=resolve_dtype(dtype, self.device)
             )
+            self.model = lm.eval().to(self.device)
         self.torch = torch
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:

@@ -40,8 +40,10 @@ class SpladeEncoder:
 
         ref = resolve_model(model, allow_download=settings.allow_download)
         self.device = settings.torch_device()
-        self.tokenizer = AutoTokenizer.from_pretrained(ref.path)
-        self.model = AutoModelForMaskedLM.from_pretrained(ref.path).eval().to(self.device)
+        # ref.path is a local folder (resolve_model), not a hub id.
+        self.tokenizer = AutoTokenizer.from_pretrained(ref.path)  # nosec B615
+        mlm = AutoModelForMaskedLM.from_pretrained(ref.path)  # nosec B615
+        self.model = mlm.eval().to(self.device)
         self.batch_size = batch_size
         self.torch = torch
         self.vocab_size = self.model.config.vocab_size

@@ -253,7 +253,7 @@ CACHE_SCHEMA = pa.schema(
 
 
 def text_key(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+    return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()  # a cache key
 
 
 class ParseCache:
@@ -298,7 +298,9 @@ class ParseCache:
         rows = [(k, r) for k, r in zip(keys, results, strict=True) if r.status != "parse_error"]
         if not rows:
             return None
-        name = hashlib.sha1("\n".join(k for k, _ in rows).encode()).hexdigest()[:20]
+        # A file name, not a security digest.
+        digest = hashlib.sha1("\n".join(k for k, _ in rows).encode(), usedforsecurity=False)
+        name = digest.hexdigest()[:20]
         target = self.dir / f"part-{name}.parquet"
         table = pa.table(
             {

@@ -118,8 +118,11 @@ def prepare_backbone(cfg: BackboneConfig, seed: int, model_cache: str | Path | N
         model, tokenizer = load_causal_lm(ref, cache_dir=model_cache)
         model = model.to(_torch_dtype(cfg.dtype))
     else:
-        tokenizer = AutoTokenizer.from_pretrained(ref.path)
-        model = AutoModelForCausalLM.from_pretrained(ref.path, dtype=_torch_dtype(cfg.dtype))
+        # ref.path is a local folder (resolve_model), not a hub id.
+        tokenizer = AutoTokenizer.from_pretrained(ref.path)  # nosec B615
+        model = AutoModelForCausalLM.from_pretrained(  # nosec B615
+            ref.path, dtype=_torch_dtype(cfg.dtype)
+        )
     base, layers = _decoder_layers(model)
     original = len(layers)
     if cfg.num_layers is not None:
@@ -192,9 +195,11 @@ def load_backbone(path: str | Path, dtype: str = "float32"):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = Path(path)
-    tokenizer = AutoTokenizer.from_pretrained(path)
+    tokenizer = AutoTokenizer.from_pretrained(path)  # nosec B615  # a local backbone folder
     tokenizer.padding_side = "left"
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=_torch_dtype(dtype))
+    model = AutoModelForCausalLM.from_pretrained(  # nosec B615  # a local backbone folder
+        path, dtype=_torch_dtype(dtype)
+    )
     info = BackboneInfo(**json.loads((path / BACKBONE_INFO).read_text()))
     names = sorted(info.special_token_ids, key=info.special_token_ids.get)  # order added
     if len(names) != 3 or names[:2] != [THINK_OPEN, THINK_CLOSE]:

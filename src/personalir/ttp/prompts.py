@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-DEFAULT_EMBEDDING_TOKEN = "<embed>"
+DEFAULT_EMBEDDING_TOKEN = "<embed>"  # nosec B105  # a vocabulary token, not a secret
 _EMBEDDING_TOKEN = [DEFAULT_EMBEDDING_TOKEN]
 _TOKEN_RE = re.compile(r"<[A-Za-z0-9_|-]+>")
 

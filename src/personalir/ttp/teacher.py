@@ -31,6 +31,7 @@ import json
 import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -42,6 +43,7 @@ import numpy as np
 from personalir.common.io import write_json, write_jsonl
 from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed
+from personalir.common.urls import check_key_transport
 from personalir.ttp.data import Example, Item, ItemCorpus, item_fields, read_examples
 from personalir.ttp.relevance import RelevanceModel, build_relevance
 
@@ -188,9 +190,13 @@ class OpenAICompatibleTeacher(Teacher):
         import os
 
         self.url = base_url.rstrip("/") + "/chat/completions"
+        if urllib.parse.urlsplit(self.url).scheme.lower() not in ("http", "https"):
+            raise ValueError(f"teacher base_url must be an http(s) URL, got {base_url!r}")
         self.model = model
         self.name = f"openai:{model}"
         self.api_key = os.environ.get(api_key_env, "") if api_key_env else ""
+        if self.api_key:
+            check_key_transport(self.url, "ttp.teacher.base_url")
         self.temperature, self.top_p, self.max_tokens = temperature, top_p, max_tokens
         self.timeout_s, self.retries = timeout_s, retries
         self.item_fields = tuple(item_fields)
@@ -204,7 +210,8 @@ class OpenAICompatibleTeacher(Teacher):
         for attempt in range(self.retries + 1):
             try:
                 req = urllib.request.Request(self.url, data=data, headers=headers)
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                # The scheme is http(s): checked in __init__.
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # nosec B310
                     return json.loads(resp.read().decode())
             except (urllib.error.URLError, TimeoutError) as exc:
                 if attempt == self.retries:

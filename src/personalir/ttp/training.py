@@ -144,7 +144,7 @@ def run_sft(
     peft_model = attach_lora(model, tok, LoraSettings.from_config(ttp["lora"]), seed=seed)
     overrides = {}
     if rewriter:
-        overrides = {"token_weight": 1.0, "contrastive_weight": 0.0}
+        overrides = {"token_weight": 1.0, "contrastive_weight": 0.0}  # nosec B105  # weights
         if ttp["decoupled"]["epochs"] is not None:
             overrides["epochs"] = ttp["decoupled"]["epochs"]
     settings = sft_settings(ttp, **overrides)

@@ -93,7 +93,8 @@ class Dimension:
         """Chat messages for one item (a dict with the fields the template reads)."""
         from jinja2 import Environment, StrictUndefined
 
-        env = Environment(undefined=StrictUndefined, keep_trailing_newline=False)
+        # Renders a plain-text chat prompt, not HTML: escaping would corrupt it.
+        env = Environment(undefined=StrictUndefined, keep_trailing_newline=False)  # nosec B701
         user = env.from_string(self.user).render(
             item=item, definition=self.definition, levels=self.levels
         )

@@ -35,6 +35,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 
+from personalir.common.urls import check_key_transport
 from personalir.validation.dimensions import DIMENSIONS, AnswerError, Dimension, parse_answer
 
 
@@ -185,6 +186,8 @@ class Judge:
         self.cache = cache
         self._key = settings.api_key()
         self._secrets = (self._key,)
+        if settings.api_key_env and not offline:
+            check_key_transport(settings.base_url, "validation.judge.base_url")
         # An offline judge never calls: any well-formed URL will do.
         self._client = openai.OpenAI(
             base_url="http://127.0.0.1:9/v1" if offline else settings.base_url,

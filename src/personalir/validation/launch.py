@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
+import subprocess  # nosec B404  # starts the judge server, argv list, no shell
 import sys
 import tempfile
 import time
@@ -190,7 +190,7 @@ def local_server(
         served_name=served_name,
     )
     with open(log_path, "ab") as log:
-        process = subprocess.Popen(
+        process = subprocess.Popen(  # nosec B603  # this Python's judge server, no shell
             cmd,
             stdin=subprocess.DEVNULL,
             stdout=log,

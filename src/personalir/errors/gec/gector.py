@@ -54,13 +54,17 @@ def load_gector(params: dict):
             vocab_path=params["vocab_path"],
             max_length=params["max_length"],
         )
-        tokenizer = AutoTokenizer.from_pretrained(params["transformer_model"])
+        # The tokenizer of the configured encoder (a hub id or folder chosen by the user).
+        tokenizer = AutoTokenizer.from_pretrained(params["transformer_model"])  # nosec B615
     else:
         local = Path(source)
         if not local.is_dir():
             from huggingface_hub import snapshot_download
 
-            local = Path(snapshot_download(source))
+            # The checkpoint the user configured (a hub id); weights are read below with
+            # safetensors or torch.load(weights_only=True), never unpickled as code.
+            snapshot = snapshot_download(source)  # nosec B615
+            local = Path(snapshot)
         config = GECToRConfig.from_pretrained(str(local))
         model = GECToR(config)
         weights = local / "model.safetensors"
@@ -77,7 +81,8 @@ def load_gector(params: dict):
         missing = [k for k in missing if "pooler" not in k]
         if missing:
             raise GECError(f"checkpoint {source} lacks weights: {missing[:5]}")
-        tokenizer = AutoTokenizer.from_pretrained(str(local))
+        local_dir = str(local)
+        tokenizer = AutoTokenizer.from_pretrained(local_dir)  # nosec B615  # a local folder
     # transformers 5 no longer keeps generation keys such as max_length on a config.
     model.config.max_length = params["max_length"]
     device = params["device"]
