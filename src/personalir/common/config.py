@@ -282,7 +282,7 @@ def semantic_errors(config: Mapping, schema: Mapping) -> list[tuple[tuple, str]]
     """(key path, message) of each value the schema's types allow but the workflow cannot use:
     an unsafe ``results_dir`` and the cross-key constraints (``x-at-most``, ``x-less-than``,
     ``x-sum-less-than``) of a schema-valid config."""
-    out = [((("results_dir",)), msg) for msg in results_dir_problems(config.get("results_dir"))]
+    out = [(("results_dir",), msg) for msg in results_dir_problems(config.get("results_dir"))]
 
     def walk(node: Any, sub: Mapping, path: tuple) -> None:
         if not isinstance(node, Mapping):

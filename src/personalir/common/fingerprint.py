@@ -3,7 +3,9 @@
 The ir_datasets habit: a dataset is pinned by how many records it has and what a handful of
 them are, which catches reordering, truncation and content drift while staying readable in a
 diff. JSON reports are pinned whole; other files by sha256. Timings (keys and columns named
-`seconds`, `*_seconds`, `*_per_second`) change from run to run and are left out.
+`seconds`, `*_seconds`, `*_per_second`) change from run to run and are left out, and so are
+counts of cache use (`from_cache`, `parsed_now`, `duplicate_texts_reused`: what a warm cache
+or a job that ran first saved, not what was computed).
 
 `link_dvc_outputs` lays the artifacts recorded in `dvc.lock` out as a results tree (links into
 the DVC store), so the embedded default's fingerprints are checked without running anything.
@@ -104,9 +106,14 @@ UNPINNED = {"provenance.json"}
 MAX_INLINE_JSON = 20_000  # bytes; larger JSON files are pinned by a hash of their content
 
 
+#: Report keys that count cache use: they depend on what earlier runs left, not on the result.
+CACHE_COUNTS = frozenset({"from_cache", "parsed_now", "duplicate_texts_reused"})
+
+
 def is_timing(name: str) -> bool:
-    """Keys and columns that hold how long something took (never pinned)."""
-    return name == "seconds" or name.endswith(("_seconds", "_per_second"))
+    """Keys and columns that hold how long something took or what a cache saved (never
+    pinned)."""
+    return name == "seconds" or name.endswith(("_seconds", "_per_second")) or name in CACHE_COUNTS
 
 
 def _plain(value: Any) -> Any:

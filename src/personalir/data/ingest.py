@@ -271,7 +271,7 @@ def _ingest(
             for raw in iter(functools.partial(readline, cap), b""):
                 line_no += 1
                 try:
-                    if len(raw) == cap and raw[-1] != 10:  # 10: b"\n"
+                    if raw[-1] != 10 and len(raw) == cap:  # 10: b"\n"
                         bad, raw = _too_long(readline, raw)
                         raise bad
                     try:
@@ -292,7 +292,7 @@ def _ingest(
                         )
                     # No duplicate key when each colon is a top-level key's (the proof is at
                     # _check_duplicate_keys, which handles every other line).
-                    colons = _count_colons(raw)
+                    colons = len(raw) - len(raw.replace(b":", b""))  # see _count_colons
                     if colons != len(obj):
                         _check_duplicate_keys(raw, obj, colons)
                     row = convert(obj, line_no)
