@@ -657,3 +657,13 @@ def test_fuzzed_records_reconcile(tmp_path, ingest, base, id_key):
     assert len(report["quarantined_by_reason"]) >= 5
     quarantined = (tmp_path / "fuzz.quarantine.jsonl").read_text().splitlines()
     assert len(quarantined) == report["records_quarantined"] == 400 - report["records_written"]
+
+
+def test_library_limits_are_the_schema_defaults():
+    """``DEFAULT_LIMITS`` (the functions' defaults) repeat ``data.ingest``'s schema defaults so
+    the library works without a config; they must not drift apart."""
+    from personalir.common.config import validate_config
+    from personalir.data.ingest_schema import DEFAULT_LIMITS
+
+    ingest = validate_config({})["data"]["ingest"]
+    assert {k: ingest[k] for k in DEFAULT_LIMITS} == DEFAULT_LIMITS

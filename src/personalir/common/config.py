@@ -138,15 +138,24 @@ def _fill(node: Any, schema: Mapping) -> None:
             _fill(node[key], sub)
 
 
-def _key_lines(text: str) -> dict[tuple, int]:
-    """Map each key path in a YAML document to its 1-based line number."""
+def _key_index(text: str) -> tuple[dict[tuple, int], list[tuple[tuple, int, int]]]:
+    """Each key path of a YAML document with its 1-based line (the last, if given twice), and
+    every key given twice in one mapping as ``(path, line, first line)``."""
     lines: dict[tuple, int] = {}
+    twice: list[tuple[tuple, int, int]] = []
 
     def walk(node: yaml.Node, path: tuple) -> None:
         if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
             for key_node, value_node in node.value:
                 sub = path + (key_node.value,)
-                lines[sub] = key_node.start_mark.line + 1
+                line = key_node.start_mark.line + 1
+                if isinstance(key_node, yaml.ScalarNode):  # a complex key: nothing a config uses
+                    if key_node.value in first:
+                        twice.append((sub, line, first[key_node.value]))
+                    else:
+                        first[key_node.value] = line
+                lines[sub] = line
                 walk(value_node, sub)
         elif isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
@@ -156,7 +165,12 @@ def _key_lines(text: str) -> dict[tuple, int]:
     root = yaml.compose(text)
     if root is not None:
         walk(root, ())
-    return lines
+    return lines, twice
+
+
+def _key_lines(text: str) -> dict[tuple, int]:
+    """Map each key path in a YAML document to its 1-based line number."""
+    return _key_index(text)[0]
 
 
 def _describe(error: jsonschema.ValidationError) -> tuple[tuple, str]:
@@ -232,35 +246,14 @@ def validate_config(
 def duplicate_keys(text: str, name: str) -> list[str]:
     """``name:line: ...`` for every key given twice in one mapping of a YAML document."""
     try:
-        root = yaml.compose(text)
+        _, twice = _key_index(text)
     except yaml.YAMLError:
         return []  # the loader reports the syntax error itself
-    found: list[str] = []
-
-    def walk(node: yaml.Node, path: tuple) -> None:
-        if isinstance(node, yaml.MappingNode):
-            first: dict[Any, int] = {}
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode):
-                    continue  # a complex key: nothing a config uses
-                key = key_node.value
-                line = key_node.start_mark.line + 1
-                full = ".".join(map(str, path + (key,)))
-                if key in first:
-                    found.append(
-                        f"{name}:{line}: config key '{full}' is given twice (first at line "
-                        f"{first[key]}); YAML would keep only the last: delete one"
-                    )
-                else:
-                    first[key] = line
-                walk(value_node, path + (key,))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                walk(item, path + (i,))
-
-    if root is not None:
-        walk(root, ())
-    return found
+    return [
+        f"{name}:{line}: config key '{'.'.join(map(str, path))}' is given twice (first at line "
+        f"{first}); YAML would keep only the last: delete one"
+        for path, line, first in twice
+    ]
 
 
 def _get(config: Mapping, dotted: str) -> Any:
