@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if "prefilter" in result:
         print("prefilter:", result["prefilter"])
     if args.json:
-        write_json(args.json, result)
+        write_json(args.json, result, keep_timings=True)
     return 0
 
 

@@ -244,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                 "passed": ok,
                 "rows": rows,
             },
+            keep_timings=True,
         )
     return 0 if ok or not args.check else 1
 

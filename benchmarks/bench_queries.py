@@ -8,9 +8,10 @@ share of an end-to-end sample run.
 2. ``--log FILE``: the per-stage wall time of a finished Snakemake run from its log (job start
    and finish times; with several cores, a stage's time is the union of its jobs' intervals)
    and the query stage's share of the whole run.
-3. ``--reports DIR`` (a run's ``results/queries``): per domain, the LM's valid candidates per
+3. ``--reports DIR`` (a run's ``results/queries``): per domain, from its reports and the run
+   facts (timings) its rules logged under ``results/logs``, the LM's valid candidates per
    second of sampling, its tokens per second, the steps' times and the LM's share of the
-   syntactic queries, read from the run's reports.
+   syntactic queries.
 4. ``--run-workflow``: runs the whole sample workflow cold in a fresh copy of the repository
    (as ``bench_data_stage.py`` does), then analyses its log as in 2. Slow: minutes.
 
@@ -115,13 +116,24 @@ def run_reports(queries_dir: Path) -> dict:
     """Per domain, from a finished run's reports: the LM's valid candidates per second of
     sampling, tokens per second, the candidates and select steps' library time, and the share
     of the benchmark's syntactic queries the LM wrote."""
+    from personalir.common.runfacts import facts_of, run_facts
+
+    # Reports keep no timings; the rules' logs (<results>/logs) hold them as run facts.
+    facts = run_facts(queries_dir.parent / "logs")
     out = {}
     for rep_path in sorted(queries_dir.glob("*/candidates.report.json")):
         d = rep_path.parent
         rep = json.loads(rep_path.read_text())
-        lm = rep["backends"].get("lm", {})
+        rep_facts = facts_of(facts, rep_path.relative_to(queries_dir.parent.parent))
+        lm = {
+            **rep["backends"].get("lm", {}),
+            **{k.split(".")[-1]: v for k, v in rep_facts.items() if k.startswith("backends.lm.")},
+        }
+        rep["seconds"] = rep_facts.get("seconds", {})
         valid = rep["counts"].get("lm", {}).get("valid", 0)
         sel = json.loads((d / "select.report.json").read_text())
+        sel_path = (d / "select.report.json").relative_to(queries_dir.parent.parent)
+        sel["seconds"] = facts_of(facts, sel_path).get("seconds", {})
         syn = [
             json.loads(line)
             for line in (d / "benchmark.jsonl").read_text().splitlines()
@@ -135,8 +147,8 @@ def run_reports(queries_dir: Path) -> dict:
             "sampling_s": secs,
             "valid_per_s": valid / secs if secs else float("nan"),
             "tokens_per_s": lm.get("tokens_per_second") or float("nan"),
-            "candidates_s": rep["seconds"]["total"],
-            "select_s": sel["seconds"]["total"],
+            "candidates_s": rep["seconds"].get("total", float("nan")),
+            "select_s": sel["seconds"].get("total", float("nan")),
             "lm_share": sum(r["provenance"].get("backend") == "lm" for r in syn) / max(len(syn), 1),
         }
     return out

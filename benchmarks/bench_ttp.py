@@ -284,7 +284,7 @@ def main() -> int:
         )
     print(json.dumps(out, indent=2))
     if args.json:
-        write_json(args.json, out)
+        write_json(args.json, out, keep_timings=True)
     return 0
 
 

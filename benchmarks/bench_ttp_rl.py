@@ -128,7 +128,7 @@ def main() -> int:
     }
     print(json.dumps(out, indent=1))
     if args.json:
-        write_json(args.json, out)
+        write_json(args.json, out, keep_timings=True)
     return 0
 
 

@@ -36,7 +36,7 @@ def cmd_write(args) -> int:
     paths = default_artifacts(args.root, args.results_dir)
     text = format_manifest(build_manifest(args.root, paths))
     if args.output:
-        write_text(args.output, text)
+        write_text(args.output, text, record=False)
         print(f"wrote {len(paths)} entries to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

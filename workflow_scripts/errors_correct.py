@@ -2,11 +2,9 @@
 
 import sys
 
-import pyarrow.parquet as pq
-
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.common.io import write_json, write_parquet
+from personalir.common.io import read_parquet_table, write_json, write_parquet
 from personalir.errors.gec import GECError
 from personalir.errors.stage import run_correct
 
@@ -21,7 +19,7 @@ def main() -> None:
     ap.add_argument("--report", required=True)
     args = ap.parse_args()
     log = setup_logging("errors_correct")
-    sentences = pq.read_table(args.sentences).to_pandas()
+    sentences = read_parquet_table(args.sentences).to_pandas()
     try:
         table, report = run_correct(
             sentences, args.params, threads=args.threads, cache_dir=args.cache_dir

@@ -1,10 +1,8 @@
 """Rule errors_edits: (sentence, correction) pairs -> ERRANT edits with mechanism and context."""
 
-import pyarrow.parquet as pq
-
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.common.io import write_json, write_parquet
+from personalir.common.io import read_parquet_table, write_json, write_parquet
 from personalir.errors.stage import run_edits
 
 
@@ -20,7 +18,7 @@ def main() -> None:
     args = ap.parse_args()
     log = setup_logging("errors_edits")
     edits, words, report = run_edits(
-        pq.read_table(args.corrections).to_pandas(),
+        read_parquet_table(args.corrections).to_pandas(),
         args.params,
         bootstrap=args.bootstrap,
         seed=args.seed,

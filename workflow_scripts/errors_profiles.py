@@ -1,10 +1,8 @@
 """Rule errors_profiles: edits and word contexts -> per-user error profiles (JSON + CSV)."""
 
-import pyarrow.parquet as pq
-
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.common.io import write_json, write_text
+from personalir.common.io import read_parquet_table, write_json, write_text
 from personalir.errors.stage import profile_summary_frame, run_profiles
 
 
@@ -19,9 +17,9 @@ def main() -> None:
     args = ap.parse_args()
     log = setup_logging("errors_profiles")
     profiles = run_profiles(
-        pq.read_table(args.edits).to_pandas(),
-        pq.read_table(args.words).to_pandas(),
-        pq.read_table(args.corrections, columns=["user_id", "position"]).to_pandas(),
+        read_parquet_table(args.edits).to_pandas(),
+        read_parquet_table(args.words).to_pandas(),
+        read_parquet_table(args.corrections, columns=["user_id", "position"]).to_pandas(),
         args.params,
     )
     write_json(args.profiles, profiles.to_json())

@@ -1,10 +1,8 @@
 """Rule errors_sampling_eval: five samplers' errors attributed to users (Top-1, MRR)."""
 
-import pyarrow.parquet as pq
-
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.common.io import write_json, write_text
+from personalir.common.io import read_parquet_table, write_json, write_text
 from personalir.errors.stage import run_sampling_eval
 
 
@@ -22,11 +20,11 @@ def main() -> None:
     ap.add_argument("--users", required=True, help="per-user outcomes (CSV)")
     args = ap.parse_args()
     log = setup_logging("errors_sampling_eval")
-    products = pq.read_table(args.products).to_pandas() if args.products else None
+    products = read_parquet_table(args.products).to_pandas() if args.products else None
     table, users, info = run_sampling_eval(
-        pq.read_table(args.edits).to_pandas(),
-        pq.read_table(args.words).to_pandas(),
-        pq.read_table(args.corrections).to_pandas(),
+        read_parquet_table(args.edits).to_pandas(),
+        read_parquet_table(args.words).to_pandas(),
+        read_parquet_table(args.corrections).to_pandas(),
         products,
         args.params,
         seed=args.seed,

@@ -1,10 +1,8 @@
 """Rule product_documents: meta Parquet -> product documents with core terms."""
 
-import pyarrow.parquet as pq
-
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.common.io import write_json, write_parquet
+from personalir.common.io import read_parquet_table, write_json, write_parquet
 from personalir.data.products import ProductRules, build_product_table
 
 
@@ -17,7 +15,7 @@ def main() -> None:
     args = ap.parse_args()
     log = setup_logging("product_documents")
     table, report = build_product_table(
-        pq.read_table(args.meta), ProductRules.from_config(args.params)
+        read_parquet_table(args.meta), ProductRules.from_config(args.params)
     )
     write_parquet(args.output, table)
     write_json(args.report, report)

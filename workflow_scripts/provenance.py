@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.common.io import write_json
+from personalir.common.io import CorruptArtifact, write_json
 from personalir.common.provenance import provenance_record
 
 
@@ -16,13 +16,16 @@ def main() -> None:
     ap.add_argument("--output", required=True)
     args = ap.parse_args()
     log = setup_logging("provenance")
-    record = provenance_record(
-        args.folder,
-        args.artifacts,
-        config_hash=args.config_sha256,
-        label=args.label,
-        models=args.models,
-    )
+    try:
+        record = provenance_record(
+            args.folder,
+            args.artifacts,
+            config_hash=args.config_sha256,
+            label=args.label,
+            models=args.models,
+        )
+    except CorruptArtifact as exc:
+        raise SystemExit(f"provenance: {exc}") from None
     write_json(args.output, record)
     log.info("%s: %d artifacts, code %s", args.folder, len(record["artifacts"]), record["code"])
 

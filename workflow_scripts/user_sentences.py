@@ -1,10 +1,8 @@
 """Rule user_sentences: reviews Parquet -> user sentences, users, product reviewers."""
 
-import pyarrow.parquet as pq
-
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.common.io import write_json, write_parquet
+from personalir.common.io import read_parquet_table, write_json, write_parquet
 from personalir.data.sentences import SentenceRules, build_user_sentences
 
 
@@ -16,7 +14,9 @@ def main() -> None:
         ap.add_argument(f"--{name}", required=True)
     args = ap.parse_args()
     log = setup_logging("user_sentences")
-    out = build_user_sentences(pq.read_table(args.reviews), SentenceRules.from_config(args.params))
+    out = build_user_sentences(
+        read_parquet_table(args.reviews), SentenceRules.from_config(args.params)
+    )
     write_parquet(args.sentences, out["sentences"])
     write_parquet(args.users, out["users"])
     write_parquet(args.reviewers, out["reviewers"])

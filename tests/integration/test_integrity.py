@@ -9,7 +9,15 @@ or a bad configuration used to get through, through the project's real entry poi
   (``snakemake -n``), naming the file and line: an empty or escaping ``results_dir``, a float
   where an integer belongs, a key given twice, ``min_per_user`` above ``max_per_user``;
 - secrets and caches: an API key is not sent over plain http to another host, and a model
-  cache that cannot be read is reported, not taken for a cache miss.
+  cache that cannot be read is reported, not taken for a cache miss;
+- corruption is caught, never laundered: in a finished tiny run, one flipped byte (mtime kept)
+  in each artifact kind (Parquet, JSONL, NPZ, safetensors, ``.run.gz``) stops the next run
+  that would read them, naming each file, also where the folder's provenance record is gone;
+  the ``provenance`` rule refuses to hash a changed file into a record; Parquet page checksums
+  name a file whose data page was damaged; a killed writer's temporary files are removed by
+  the next write of the same target;
+- same inputs, same bytes: the tiny configuration run again with another hash seed and
+  another number of parallel jobs writes byte-identical artifacts.
 
 The bad-record corpus of the ingest step (one data-driven test, every reason) is in
 ``tests/unit/test_ingest.py``; the static security lint is ``tests/unit/test_bandit.py``.
@@ -299,3 +307,183 @@ def test_an_unreadable_model_cache_is_reported(monkeypatch, tmp_path):
             resolve_model("BAAI/bge-m3")
     finally:
         os.chmod(cache, 0o755)
+
+
+# ---------------------------------------------------------------------------------------------
+# Corruption is caught, never laundered
+
+# One artifact of each kind in the tiny run, each read by a later rule.
+VICTIMS = {
+    "parquet": "data/Musical_Instruments/reviews.parquet",
+    "jsonl": "sample_world/Musical_Instruments/Musical_Instruments.jsonl",
+    "npz": "syntax/Musical_Instruments/rule_vectors.npz",
+    "safetensors": "syntax/Musical_Instruments/encoder.safetensors",
+    "run.gz": "retrieval/Musical_Instruments/bm25.run.gz",
+}
+
+
+@pytest.mark.tiny_run
+@pytest.mark.slow
+def test_a_flipped_byte_in_any_artifact_stops_the_run_naming_it(tiny_run, tmp_path):
+    from .tiny import TINY_RESULTS, flip_byte, linked_copy, run_tiny
+
+    work = linked_copy(tiny_run["work"], tmp_path / "flipped")
+    results = work / TINY_RESULTS
+    for rel in VICTIMS.values():
+        flip_byte(results / rel)
+    # Rerunning every folder's provenance job reads every artifact: the case where a re-hash
+    # used to launder the flipped files into fresh records.
+    before = {p: p.read_bytes() for p in results.rglob("provenance.json")}
+    proc = run_tiny(work, "--forcerun", "provenance")
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "artifacts changed outside the workflow" in out
+    for kind, rel in VICTIMS.items():
+        assert f"CHANGED {TINY_RESULTS}/{rel}" in out, (kind, out[-3000:])
+    assert {p: p.read_bytes() for p in results.rglob("provenance.json")} == before
+
+
+@pytest.mark.slow
+def test_a_bit_rotted_artifact_is_caught_without_its_folders_provenance(tmp_path):
+    """A folder whose provenance record is not written yet (a run killed before it): the
+    record the file's writer left still names the damaged file, and no record is written
+    over it. The damage is done in place, as bit rot does (same file, same mtime)."""
+    from .small_run import DATA_TARGETS, DOMAIN, local_run, small_workflow
+
+    work = small_workflow(tmp_path / "rot")
+    local_run(work, *DATA_TARGETS)
+    victim = work / "results" / "data" / DOMAIN / "reviews.parquet"
+    record = work / "results" / "data" / DOMAIN / "provenance.json"
+    st = victim.stat()
+    with open(victim, "r+b") as fh:
+        fh.seek(st.st_size // 2)
+        byte = fh.read(1)
+        fh.seek(st.st_size // 2)
+        fh.write(bytes([byte[0] ^ 0x10]))
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    record.unlink()
+    proc = local_run(work, *DATA_TARGETS, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"CHANGED results/data/{DOMAIN}/reviews.parquet" in out, out[-3000:]
+    assert not record.exists()
+
+
+def test_provenance_refuses_to_record_a_changed_file(tmp_path):
+    from personalir.common.io import write_json
+
+    folder = tmp_path / "results" / "x"
+    write_json(folder / "a.json", {"value": 1})
+    st = (folder / "a.json").stat()
+    (folder / "a.json").write_text('{\n  "value": 2\n}\n')  # same length, other bytes
+    os.utime(folder / "a.json", ns=(st.st_atime_ns, st.st_mtime_ns))
+    proc = subprocess.run(
+        [
+            PY,
+            str(REPO_ROOT / "workflow_scripts" / "provenance.py"),
+            "--folder",
+            str(folder),
+            "--artifacts",
+            '{"a.json": "rule_a"}',
+            "--config-sha256",
+            "0" * 64,
+            "--label",
+            "t",
+            "--models",
+            "{}",
+            "--output",
+            str(folder / "provenance.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode != 0
+    assert f"{folder / 'a.json'}: changed" in proc.stderr
+    assert not (folder / "provenance.json").exists()
+
+
+def test_parquet_page_checksums_name_a_damaged_file(tmp_path):
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from personalir.common.io import (
+        CorruptArtifact,
+        read_parquet,
+        read_parquet_table,
+        write_parquet,
+    )
+
+    path = tmp_path / "t.parquet"
+    frame = pd.DataFrame({"ts": np.arange(1_000, dtype=np.int64) * 1_000_003})
+    write_parquet(path, frame)
+    column = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    data = bytearray(path.read_bytes())
+    # A byte inside the column chunk's last data page (past its page header).
+    start = column.dictionary_page_offset if column.has_dictionary_page else None
+    start = start or column.data_page_offset
+    data[start + column.total_compressed_size - 16] ^= 0x20
+    path.write_bytes(bytes(data))
+    for reader in (read_parquet, read_parquet_table):
+        with pytest.raises(CorruptArtifact, match=f"{path}: not a readable Parquet file"):
+            reader(path)
+
+
+def test_a_killed_writers_temporary_files_are_removed_by_the_next_write(tmp_path):
+    from personalir.common.io import temp_prefix, write_json
+
+    target = tmp_path / "out" / "report.json"
+    target.parent.mkdir()
+    # What a writer killed mid-write leaves: its temporary file, named after its (gone) pid.
+    dead = subprocess.run(
+        [PY, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    stale = target.parent / temp_prefix(target).replace(f"-{os.getpid()}-", f"-{dead}-")
+    stale = stale.with_name(stale.name + "abc123.tmp")
+    stale.write_text("half")
+    live = target.parent / (temp_prefix(target) + "live.tmp")  # this process: still writing
+    live.write_text("busy")
+    other = target.parent / ".other.json.tmp-elsewhere-1-x.tmp"
+    other.write_text("not ours")
+    write_json(target, {"ok": True})
+    assert not stale.exists()
+    assert live.exists() and other.exists()
+    assert json.loads(target.read_text()) == {"ok": True}
+
+
+# ---------------------------------------------------------------------------------------------
+# Same inputs, same bytes
+
+
+def tracked_outputs(work) -> dict[str, str]:
+    """sha256 of every artifact the workflow records (each folder's provenance.json entries and
+    the records themselves): what DVC tracks. Caches (model, encoding and judge caches, keyed
+    by file times or filled in job order) are not among them."""
+    from personalir.common.provenance import build_manifest
+
+    from .tiny import TINY_RESULTS
+
+    paths = []
+    for record in sorted((work / TINY_RESULTS).rglob("provenance.json")):
+        folder = record.parent.relative_to(work)
+        paths.append(record.relative_to(work).as_posix())
+        paths += [(folder / n).as_posix() for n in json.loads(record.read_text())["artifacts"]]
+    return build_manifest(work, paths)
+
+
+@pytest.mark.tiny_run
+@pytest.mark.slow
+def test_tiny_run_again_with_another_hash_seed_and_job_count_gives_the_same_bytes(
+    tiny_run, tmp_path
+):
+    from .small_run import must
+    from .tiny import run_tiny
+    from .workflow import copy_workflow
+
+    work = copy_workflow(tmp_path / "again")
+    must(run_tiny(work, "--cores", "3", PYTHONHASHSEED="4242"))
+    first, second = tracked_outputs(tiny_run["work"]), tracked_outputs(work)
+    assert len(first) > 200 and any(p.endswith("paper/main.pdf") for p in first)
+    assert sorted(first) == sorted(second)
+    differ = sorted(p for p in first if first[p] != second[p])
+    assert not differ, differ

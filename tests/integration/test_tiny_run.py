@@ -9,30 +9,17 @@ artifact, regenerate the expectations from the run's results folder (the test pr
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from personalir.common.config import REPO_ROOT
 from personalir.common.fingerprint import STAGE_PATTERNS, diff_fingerprints, fingerprint_tree
 
-from .small_run import must, run, snakemake_cmd
-from .workflow import copy_workflow
+from .tiny import TINY_RESULTS
 
 pytestmark = [pytest.mark.integration, pytest.mark.tiny_run]
 
-TINY_CONFIG = ["--configfile", "config/config.yaml", "config/tiny.yaml"]
-TINY_RESULTS = "results-tiny"  # results_dir of config/tiny.yaml
 EXPECTED = REPO_ROOT / "tests" / "fingerprints"
-
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    work = copy_workflow(tmp_path_factory.mktemp("tiny"))
-    start = time.monotonic()
-    proc = must(run(snakemake_cmd("--profile", "profiles/local", *TINY_CONFIG), work, timeout=900))
-    print(f"tiny run: {time.monotonic() - start:.0f} s in {work}")
-    return {"work": work, "log": proc.stdout + proc.stderr}
 
 
 def test_all_finished_and_paper_built(tiny_run):

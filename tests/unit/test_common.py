@@ -131,3 +131,89 @@ def test_output_folder_from_the_files_a_rule_names(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
     require_written(named)
+
+
+# ----------------------------------------------------------------- same inputs, same bytes
+def test_timings_and_cache_counts_go_to_the_log_not_the_artifact(tmp_path, caplog):
+    import logging
+
+    from personalir.common.io import drop_volatile_columns, is_volatile, split_volatile
+
+    report = {
+        "records": 10,
+        "seconds": {"load": 1.5, "train": 2.0},
+        "parse_seconds": 0.3,
+        "steps_per_s": 4.0,
+        "seconds_setup": 1.0,
+        "steps_this_run": 3,
+        "from_cache": 7,
+        "runs": [{"name": "a", "seconds": 0.1, "step_time": 0.2}],
+        "timeout_s": 30,  # a setting, not a timing
+        "settings": {"max_seconds_unused": 1},
+    }
+    kept, facts = split_volatile(report)
+    assert kept == {
+        "records": 10,
+        "runs": [{"name": "a"}],
+        "timeout_s": 30,
+        "settings": {"max_seconds_unused": 1},
+    }
+    assert facts["seconds"] == {"load": 1.5, "train": 2.0}
+    assert facts["runs[0].step_time"] == 0.2 and facts["from_cache"] == 7
+    with caplog.at_level(logging.INFO, logger="personalir.common.io"):
+        write_json(tmp_path / "r.json", report)
+    assert json.loads((tmp_path / "r.json").read_text()) == kept
+    assert "run facts of" in caplog.text and '"parse_seconds": 0.3' in caplog.text
+    write_json(tmp_path / "bench.json", report, keep_timings=True)
+    assert json.loads((tmp_path / "bench.json").read_text()) == report
+    frame = pd.DataFrame({"model": ["a"], "auroc": [0.5], "seconds": [1.2]})
+    assert list(drop_volatile_columns(tmp_path / "t.csv", frame).columns) == ["model", "auroc"]
+    assert not is_volatile("timeout_s") and is_volatile("train_runtime")
+
+
+def test_adapter_config_modules_are_sorted(tmp_path):
+    from personalir.common.causal_lm import stable_adapter_config
+
+    (tmp_path / "adapter_config.json").write_text(
+        json.dumps({"r": 8, "target_modules": ["v_proj", "gate_proj", "q_proj"]})
+    )
+    stable_adapter_config(tmp_path)
+    config = json.loads((tmp_path / "adapter_config.json").read_text())
+    assert config == {"r": 8, "target_modules": ["gate_proj", "q_proj", "v_proj"]}
+
+
+def test_epoch_candidate_metadata_is_one_json_value(tmp_path):
+    """safetensors writes several metadata keys in a per-process order; one key is stable."""
+    import torch
+    from safetensors import safe_open
+
+    from personalir.ttp.sft import epoch_candidates, save_candidate
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(2))
+
+    save_candidate(tmp_path / "epoch-000001.safetensors", Model(), "key", 3, 1.0)
+    with safe_open(str(tmp_path / "epoch-000001.safetensors"), framework="pt") as fh:
+        assert list(fh.metadata()) == ["personalir"]
+    assert epoch_candidates(tmp_path, "key") == [
+        {"epoch": 1.0, "step": 3, "path": tmp_path / "epoch-000001.safetensors"}
+    ]
+
+
+def test_write_records_apply_to_the_file_its_writer_created(tmp_path):
+    from personalir.common.io import written_record
+
+    target = tmp_path / "a.json"
+    write_json(target, {"v": 1})
+    record = written_record(target)
+    assert record and record["bytes"] == target.stat().st_size
+    os.utime(target)  # Snakemake touches every output after its job: the same file
+    assert written_record(target) == record
+    target.write_bytes(target.read_bytes())  # rewritten in place (same inode)
+    assert written_record(target) == record
+    copy = tmp_path / "copy.json"
+    copy.write_bytes(target.read_bytes())
+    os.replace(copy, target)  # replaced by another file (a DVC checkout): no longer applies
+    assert written_record(target) is None

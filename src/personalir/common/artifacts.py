@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from personalir.common.io import read_parquet_table
 
 
 class StageInputError(ValueError):
@@ -41,7 +42,7 @@ _BOOL = (pa.types.is_boolean,)
 
 def read_user_sentences(path: str | Path) -> pd.DataFrame:
     """The data stage's user sentences; ``sentence_id`` must be unique."""
-    table = pq.read_table(path)
+    table = read_parquet_table(path)
     _require(
         table,
         path,
@@ -57,14 +58,14 @@ def read_user_sentences(path: str | Path) -> pd.DataFrame:
 
 def read_reviewers(path: str | Path) -> pd.DataFrame:
     """The data stage's product reviewers (who reviewed which product)."""
-    table = pq.read_table(path)
+    table = read_parquet_table(path)
     _require(table, path, {"parent_asin": _STR, "user_id": _STR, "selected_user": _BOOL})
     return table.select(["parent_asin", "user_id", "selected_user"]).to_pandas()
 
 
 def read_embeddings(path) -> tuple[pd.DataFrame, np.ndarray]:
     """The syntax encoder's sentence embeddings: metadata columns and a float64 matrix."""
-    table = pq.read_table(path)
+    table = read_parquet_table(path)
     _require(
         table,
         path,

@@ -85,10 +85,11 @@ def _fill_gguf_cache(ref: ModelRef, target: Path) -> None:
     concurrent or interrupted writer never leaves a half-written copy)."""
     import os
     import shutil
-    import tempfile
 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from personalir.common.io import atomic_dir
 
     target.parent.mkdir(parents=True, exist_ok=True)
     tok = AutoTokenizer.from_pretrained(  # nosec B615  # ref.path: a local (packaged) folder
@@ -98,7 +99,7 @@ def _fill_gguf_cache(ref: ModelRef, target: Path) -> None:
         ref.path, gguf_file=ref.gguf_file, dtype=torch.float32
     )
     _drop_quantizer(model)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    tmp = atomic_dir(target)
     try:
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
@@ -110,3 +111,21 @@ def _fill_gguf_cache(ref: ModelRef, target: Path) -> None:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def stable_adapter_config(folder: str | Path) -> None:
+    """Sort the set-valued fields of a saved PEFT ``adapter_config.json`` in place.
+
+    PEFT keeps ``target_modules`` (and ``modules_to_save``) as Python sets, so the saved list's
+    order follows the interpreter's string hash seed; sorted, the file's bytes do not.
+    """
+    import json
+
+    from personalir.common.io import write_text
+
+    path = Path(folder) / "adapter_config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    for key in ("target_modules", "modules_to_save", "exclude_modules"):
+        if isinstance(config.get(key), list):
+            config[key] = sorted(config[key])
+    write_text(path, json.dumps(config, indent=2, sort_keys=True) + "\n")

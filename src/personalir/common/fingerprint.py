@@ -23,6 +23,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from personalir.common.io import is_volatile, read_parquet_table
+
 POSITIONS = (0, 1, 17, -1)
 # Artifacts pinned per stage (globs under the results folder; a leading "!" leaves the
 # matches out). A stage adds its entry.
@@ -106,14 +108,10 @@ UNPINNED = {"provenance.json"}
 MAX_INLINE_JSON = 20_000  # bytes; larger JSON files are pinned by a hash of their content
 
 
-#: Report keys that count cache use: they depend on what earlier runs left, not on the result.
-CACHE_COUNTS = frozenset({"from_cache", "parsed_now", "duplicate_texts_reused"})
-
-
 def is_timing(name: str) -> bool:
     """Keys and columns that hold how long something took or what a cache saved (never
-    pinned)."""
-    return name == "seconds" or name.endswith(("_seconds", "_per_second")) or name in CACHE_COUNTS
+    pinned; artifacts written by this package no longer hold them at all)."""
+    return is_volatile(name)
 
 
 def _plain(value: Any) -> Any:
@@ -175,9 +173,7 @@ def fingerprint(path: str | Path, positions=POSITIONS, name: str | None = None) 
     path = Path(path)
     name = name or path.name
     if name.endswith(".parquet"):
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(path)
+        table = read_parquet_table(path)
         n = table.num_rows
         idx = sorted({p if p >= 0 else n + p for p in positions if -n <= p < n})
         rows = {str(i): _plain(table.slice(i, 1).to_pylist()[0]) for i in idx}

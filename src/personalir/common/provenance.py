@@ -4,11 +4,11 @@ Three things live here, all standard-library only (so the `provenance` rule need
 dependencies of its own):
 
 - **Provenance records.** Every results folder gets a ``provenance.json``: the config hash and
-  label, the code version (git commit, whether the code paths were dirty, and a hash of the
-  workflow code itself), Python and package versions, the model identifiers named in the
-  config, and the sha256 and size of every artifact in the folder with the rule that wrote it.
-  Records hold no times or host names, so two runs of the same code and config write the same
-  bytes.
+  label, a hash of the workflow code itself, Python and package versions, the model
+  identifiers named in the config, and the sha256 and size of every artifact in the folder
+  with the rule that wrote it. Records hold no times, host names or git commits (the commit
+  and whether the code had edits go to the rule's log), so two runs of the same code and
+  config write the same bytes.
 - **Manifests.** ``sha256sum``-format files (``<hex>  <path>``) of a whole results tree, and a
   verifier that names each missing, truncated or changed file.
 - **The static DAG.** Which files the workflow produces, per folder, worked out from the rule
@@ -30,30 +30,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from personalir.common.io import CorruptArtifact, log_run_facts, sha256_file, written_record
+
 PROVENANCE_NAME = "provenance.json"
-RECORD_VERSION = 1
+RECORD_VERSION = 2  # 2: the code's hash only (the git commit went to the run log)
 # Workflow code whose bytes define what the pipeline computes (relative to the workflow dir).
 CODE_GLOBS = ("Snakefile", "rules/**/*.smk", "workflow_scripts/**/*.py", "src/personalir/**/*.py")
 MODEL_KEY = re.compile(r"(^|_)(model|models|checkpoint|encoder|tokenizer)(_|$|s$)", re.I)
-_CHUNK = 1 << 20
 
 
 # --------------------------------------------------------------------------- hashing
-def sha256_file(path: str | os.PathLike) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def file_record(path: str | os.PathLike) -> dict[str, Any]:
     """sha256 and size of a file; a directory output is hashed over its sorted files."""
     path = Path(path)
     if path.is_dir():
         digest = hashlib.sha256()
         size = 0
-        for sub in sorted(p for p in path.rglob("*") if p.is_file()):
+        subs = (p for p in path.rglob("*") if p.is_file())
+        # Hidden files (writers' records and temporary files) are not part of the output.
+        subs = (p for p in subs if not any(x.startswith(".") for x in p.relative_to(path).parts))
+        for sub in sorted(subs):
             rel = sub.relative_to(path).as_posix()
             digest.update(f"{rel}\0{sha256_file(sub)}\n".encode())
             size += sub.stat().st_size
@@ -158,17 +154,30 @@ def provenance_record(
 ) -> dict[str, Any]:
     """The provenance of one results folder; ``artifacts`` maps file name -> producing rule."""
     folder = Path(folder)
+    records = {name: file_record(folder / name) for name in sorted(artifacts)}
+    changed = [
+        f"{folder / name}: {problem.kind}, {problem.detail}"
+        for name in sorted(artifacts)
+        if (problem := changed_since_written(folder / name, records[name]))
+    ]
+    if changed:
+        raise CorruptArtifact(
+            "not recording artifacts whose bytes changed after their rule wrote them:\n  "
+            + "\n  ".join(changed)
+            + "\nRestore or rebuild them."
+        )
+    code = code_version(workdir)
+    # Which commit ran, and whether it had edits, differ between runs of the same code (a
+    # later commit, a fresh clone): the run's log keeps them; the record keeps the code's hash.
+    log_run_facts(folder / PROVENANCE_NAME, {k: v for k, v in code.items() if k != "code_sha256"})
     return {
         "record_version": RECORD_VERSION,
         "folder": folder.as_posix(),
         "config": {"label": label, "sha256": config_hash},
-        "code": code_version(workdir),
+        "code": {"code_sha256": code["code_sha256"]},
         "packages": package_versions(),
         "models": dict(sorted(models.items())),
-        "artifacts": {
-            name: {"rule": artifacts[name], **file_record(folder / name)}
-            for name in sorted(artifacts)
-        },
+        "artifacts": {name: {"rule": artifacts[name], **records[name]} for name in records},
     }
 
 
@@ -183,12 +192,17 @@ class Problem:
         return f"{self.kind.upper()} {self.path}" + (f": {self.detail}" if self.detail else "")
 
 
-def compare(path: Path, expected: Mapping[str, Any], shown: str | None = None) -> Problem | None:
+def compare(
+    path: Path,
+    expected: Mapping[str, Any],
+    shown: str | None = None,
+    actual: Mapping[str, Any] | None = None,
+) -> Problem | None:
     """Check one file against its recorded sha256/size; None when intact."""
     shown = shown or str(path)
     if not path.exists():
         return Problem(shown, "missing")
-    actual = file_record(path)
+    actual = actual or file_record(path)
     size = expected.get("bytes")
     if actual["sha256"] == expected["sha256"]:
         return None
@@ -196,6 +210,20 @@ def compare(path: Path, expected: Mapping[str, Any], shown: str | None = None) -
         return Problem(shown, "truncated", f"{actual['bytes']} of {size} bytes")
     detail = f"sha256 {actual['sha256'][:12]}..., recorded {expected['sha256'][:12]}..."
     return Problem(shown, "changed", detail)
+
+
+def changed_since_written(
+    path: Path, actual: Mapping[str, Any] | None = None, shown: str | None = None
+) -> Problem | None:
+    """A file that is still the one its writer created (same inode or mtime) but no longer
+    holds its writer's bytes (or None).
+
+    Only files written through :func:`personalir.common.io.atomic_path` have such a record.
+    """
+    expected = written_record(path)
+    if expected is None:
+        return None
+    return compare(path, expected, shown, actual)
 
 
 def read_provenance(folder: str | os.PathLike) -> dict[str, Any] | None:
@@ -364,32 +392,44 @@ def check_consumed(
     files: Iterable[str],
     written_by_job: Callable[[str], bool],
 ) -> list[Problem]:
-    """Integrity of existing artifacts a run is about to read.
+    """Integrity of existing artifacts a run is about to read, by their content.
 
-    A file passes when the job that wrote it is on record and the file is untouched since
-    (``written_by_job``: Snakemake's metadata end time equals the file's mtime), or when its
-    bytes equal those recorded in its folder's provenance.json. Anything else was changed
-    outside the workflow (corruption, truncation, a hand edit) and must not be consumed.
+    Each file's bytes are hashed and compared with the best record of them:
+
+    1. the record its writer left (``.integrity/<name>.json``, valid while the file is the one
+       its writer created, or keeps its writer's mtime: bit rot keeps both);
+    2. else its folder's ``provenance.json``, unless the job that wrote the file is on record
+       and finished after that provenance was written (then the entry is of an older file);
+    3. else the job record alone (Snakemake's end time equals the file's mtime).
+
+    Anything else was changed outside the workflow (corruption, truncation, a hand edit) and
+    must not be consumed.
     """
     problems = []
-    cache: dict[Path, dict | None] = {}
+    cache: dict[Path, tuple[dict | None, float | None]] = {}
     for name in sorted(set(files)):
         path = Path(name)
-        if not path.exists() or written_by_job(name):
+        if not path.exists():
             continue
-        folder = path.parent
-        if folder not in cache:
-            try:
-                cache[folder] = read_provenance(folder)
-            except (OSError, ValueError):
-                cache[folder] = None
-        record = cache[folder]
-        expected = (record or {}).get("artifacts", {}).get(path.name)
+        expected = written_record(path)
         if expected is None:
-            problems.append(
-                Problem(name, "unverifiable", "no job record and no provenance entry for it")
-            )
-            continue
+            folder = path.parent
+            if folder not in cache:
+                try:
+                    stamp = (folder / PROVENANCE_NAME).stat().st_mtime
+                    cache[folder] = (read_provenance(folder), stamp)
+                except (OSError, ValueError):
+                    cache[folder] = (None, None)
+            record, stamp = cache[folder]
+            expected = (record or {}).get("artifacts", {}).get(path.name)
+            by_job = written_by_job(name)
+            if by_job and (expected is None or path.stat().st_mtime > (stamp or 0)):
+                continue
+            if expected is None:
+                problems.append(
+                    Problem(name, "unverifiable", "no job record and no provenance entry for it")
+                )
+                continue
         problem = compare(path, expected, name)
         if problem:
             problems.append(problem)

@@ -263,7 +263,9 @@ def _ingest(
         atomic_path(out_parquet, suffix=".parquet") as tmp_out,
         qctx as qfh,
     ):
-        writer = pq.ParquetWriter(tmp_out, schema, compression="zstd", write_statistics=True)
+        writer = pq.ParquetWriter(
+            tmp_out, schema, compression="zstd", write_statistics=True, write_page_checksum=True
+        )
         try:
             line_no = 0
             readline = lines.readline

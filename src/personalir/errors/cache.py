@@ -27,7 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from personalir.common.io import atomic_path, write_json
+from personalir.common.io import atomic_path, read_parquet_table, write_json
 
 
 def sentence_key(sentence: str) -> str:
@@ -64,7 +64,7 @@ class CorrectionCache:
     def _read_segment(self, seg: Path) -> dict[str, str]:
         """The verified rows of one segment (see the module docstring)."""
         try:
-            table = pq.read_table(seg)
+            table = read_parquet_table(seg)
             keys = table.column("key").to_pylist()
             outputs = table.column("output").to_pylist()
             checks = table.column("check").to_pylist() if "check" in table.column_names else None
@@ -116,7 +116,7 @@ class CorrectionCache:
         target = self.dir / f"seg-{_segment_digest(items)}.parquet"
         # Written even when a segment of that name exists: it may be the damaged copy whose
         # rows are being corrected again (same content, atomic replace).
-        with atomic_path(target, suffix=".parquet") as tmp:
+        with atomic_path(target, suffix=".parquet", record=False) as tmp:
             pq.write_table(table, tmp, compression="zstd")
         return target
 
@@ -134,6 +134,7 @@ class CorrectionCache:
                     "fingerprint": self.fingerprint,
                     "key": "sha256 of the UTF-8 input sentence",
                 },
+                record=False,
             )
         n = len(self._pending)
         self._write_segment(self._pending)

@@ -17,10 +17,9 @@ from collections import Counter
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from personalir.common.artifacts import StageInputError, read_reviewers
-from personalir.common.io import read_json, write_json, write_parquet
+from personalir.common.io import read_json, read_parquet_table, write_json, write_parquet
 from personalir.common.seeding import derive_seed, rng
 from personalir.queries.filters import FilterContext, ProductInfo, apply_filters, filter_counts
 from personalir.queries.generator import (
@@ -42,7 +41,7 @@ def _require(df: pd.DataFrame, path, columns) -> None:
 
 def read_products(path) -> pd.DataFrame:
     """The data stage's products table, with the columns the query steps read."""
-    df = pq.read_table(path).to_pandas()
+    df = read_parquet_table(path).to_pandas()
     _require(
         df,
         path,
@@ -144,7 +143,7 @@ def removed_examples(cands: pd.DataFrame, names: list[str], k: int = 3) -> dict:
 
 def read_candidates(path) -> pd.DataFrame:
     """A domain's ``candidates.parquet`` (every column of ``CANDIDATE_SCHEMA``)."""
-    df = pq.read_table(path).to_pandas()
+    df = read_parquet_table(path).to_pandas()
     _require(df, path, [f.name for f in CANDIDATE_SCHEMA])
     return df
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 import shutil
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from personalir.common.io import atomic_path, write_json
+from personalir.common.causal_lm import stable_adapter_config
+from personalir.common.io import atomic_dir, atomic_path, write_json
 from personalir.common.seeding import derive_seed
 
 log = logging.getLogger("personalir.queries")
@@ -135,13 +135,16 @@ def run_lm(
         model, tok, seeds, LoraSettings.from_config(lm["lora"]), seed=derive_seed(seed, "lora")
     )
     train_s = time.perf_counter() - t2
-    out_dir = Path(out["adapter"]).parent
-    with tempfile.TemporaryDirectory(dir=out_dir.parent if out_dir.parent.exists() else None) as td:
+    td = atomic_dir(out["adapter"])
+    try:
         model.save_pretrained(td)
+        stable_adapter_config(td)
         for name in ("adapter_model.safetensors", "adapter_config.json"):
             target = out["adapter"] if name.endswith(".safetensors") else out["adapter_config"]
             with atomic_path(target, suffix=Path(name).suffix) as tmp:
-                shutil.copyfile(Path(td) / name, tmp)
+                shutil.copyfile(td / name, tmp)
+    finally:
+        shutil.rmtree(td, ignore_errors=True)
     bound, calibration = fluency_bound(fl, seed_ppl, shuffled_ppl)
     report = {
         "model": lm["model"],

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow.parquet as pq
 
+from personalir.common.io import read_parquet_table
 from personalir.common.registry import Registry
 from personalir.syntax.gaussian import LowRankGaussian, reference_distance_sq
 
@@ -51,7 +51,7 @@ def load_user_profiles(
 
     if fit not in ("mle", "eigenpair"):
         raise ValueError(f"fit must be 'mle' or 'eigenpair', got {fit!r}")
-    table = pq.read_table(path).to_pydict()
+    table = read_parquet_table(path).to_pydict()
     out = {}
     for i, user in enumerate(table["user_id"]):
         mean = np.asarray(table["mean"][i], dtype=np.float64)

@@ -78,9 +78,12 @@ def build_pdf(
                     "-halt-on-error",
                     f"-output-directory={tmp}",
                     f"-jobname={main_tex.stem}",
-                    # No trailer /ID (pdfTeX hashes the scratch path into it): same inputs,
-                    # same bytes.
-                    r"\ifdefined\pdftrailerid\pdftrailerid{}\fi\input{" + main_tex.name + "}",
+                    # No trailer /ID (pdfTeX hashes the scratch path into it) and no
+                    # /PTEX.FileName of included figures (their absolute paths): same
+                    # inputs, same bytes, in any checkout.
+                    r"\ifdefined\pdftrailerid\pdftrailerid{}\fi"
+                    r"\ifdefined\pdfsuppressptexinfo\pdfsuppressptexinfo=-1\fi"
+                    r"\input{" + main_tex.name + "}",
                 ],
                 cwd=main_tex.parent,
                 env=env,

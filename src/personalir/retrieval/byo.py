@@ -12,9 +12,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
-from personalir.common.io import read_json, write_json, write_parquet
+from personalir.common.io import read_json, read_parquet_table, write_json, write_parquet
 from personalir.data.ingest import ingest_meta
 from personalir.data.products import ProductRules, build_product_table
 from personalir.retrieval.runio import read_run_text
@@ -44,7 +42,7 @@ def corpus_from_meta(
         chunk_size=ingest["chunk_size"],
     )
     rules = ProductRules.from_config(data_section["products"])
-    table, report = build_product_table(pq.read_table(out_dir / "meta.parquet"), rules)
+    table, report = build_product_table(read_parquet_table(out_dir / "meta.parquet"), rules)
     if table.num_rows == 0:
         raise ValueError(
             f"{meta_path}: no product read from the meta file ({_quality_line(quality)}); "

@@ -19,8 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
+from personalir.common.io import read_parquet_table
 from personalir.queries.benchmark_format import (
     RELEASED_FORMATS,
     BenchmarkFormatError,
@@ -61,7 +60,7 @@ class Corpus:
 
 def load_corpus(path: str | Path) -> Corpus:
     """Documents of a product table, ordered by ``parent_asin``."""
-    table = pq.read_table(path, columns=["parent_asin", "document"])
+    table = read_parquet_table(path, columns=["parent_asin", "document"])
     ids = table.column("parent_asin").to_pylist()
     texts = table.column("document").to_pylist()
     pairs = sorted(zip(ids, texts, strict=True), key=lambda p: p[0])

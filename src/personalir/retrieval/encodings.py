@@ -119,12 +119,12 @@ class EncodingCache:
             PROCESS_TOTALS["recomputed"] += 1
         value = compute()
         self.root.mkdir(parents=True, exist_ok=True)
-        with atomic_path(path, suffix=suffix) as tmp:
+        with atomic_path(path, suffix=suffix, record=False) as tmp:
             write(tmp, value)
             digest = _sha256(tmp, path.name)
         # The checksum is written after the entry: a crash in between leaves an entry without
         # one, which is recomputed, never trusted.
-        with atomic_path(_checksum_path(path), suffix=".sha256") as tmp:
+        with atomic_path(_checksum_path(path), suffix=".sha256", record=False) as tmp:
             tmp.write_text(digest + "\n", encoding="ascii")
         self.misses += 1
         PROCESS_TOTALS["misses"] += 1

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from personalir.common.io import read_parquet
 from personalir.retrieval.metrics import MetricSettings, parse_metric, restrict_to_common
 from personalir.retrieval.stats import (
     bootstrap_summary,
@@ -57,7 +58,7 @@ class SummarySettings:
 
 
 def load_frames(paths: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], pd.DataFrame]:
-    return {key: pd.read_parquet(path) for key, path in paths.items()}
+    return {key: read_parquet(path) for key, path in paths.items()}
 
 
 def summarize(

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from personalir.common.artifacts import read_embeddings, read_reviewers
-from personalir.common.io import atomic_path, write_json, write_parquet
+from personalir.common.io import atomic_path, drop_volatile_columns, write_json, write_parquet
 from personalir.common.seeding import derive_seed
 from personalir.syntax.models import PROFILE_MODELS, build_model
 from personalir.syntax.protocols import (
@@ -111,6 +111,8 @@ def run_attribution(
     res = evaluate_attribution(meta, z, read_reviewers(reviewers_path), params, seed)
     summary = res["summary"]
     summary.insert(0, "domain", domain)
+    # Each model's fit-and-score time goes to the log, not into the table.
+    summary = drop_volatile_columns(out["summary"], summary)
     with atomic_path(out["summary"], suffix=".csv") as tmp:
         summary.to_csv(tmp, index=False, float_format="%.6f")
     write_parquet(out["users"], res["users"])

@@ -32,13 +32,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import scipy.sparse as sp
 import torch
 from torch import nn
 
 from personalir.common.artifacts import StageInputError, read_reviewers
-from personalir.common.io import atomic_path, write_parquet
+from personalir.common.io import atomic_path, read_parquet_table, write_parquet
 from personalir.common.seeding import derive_seed, rng
 from personalir.syntax.features import load_csr
 from personalir.syntax.protocols import product_user_labels
@@ -397,8 +396,8 @@ def run_encoder(
 ) -> dict:
     torch.set_num_threads(max(1, threads))
     x = load_csr(vectors_path)
-    index = pq.read_table(index_path).to_pandas()
-    vocab = pq.read_table(vocab_path).column("rule").to_pylist()
+    index = read_parquet_table(index_path).to_pandas()
+    vocab = read_parquet_table(vocab_path).column("rule").to_pylist()
     if x.shape != (len(index), len(vocab)):
         raise StageInputError(
             f"{vectors_path}: shape {x.shape} does not match {len(index)} "

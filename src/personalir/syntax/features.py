@@ -23,11 +23,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from personalir.common.artifacts import StageInputError, read_user_sentences
-from personalir.common.io import atomic_path, write_json, write_parquet
+from personalir.common.io import atomic_path, read_parquet_table, write_json, write_parquet
 from personalir.common.seeding import derive_seed, rng
 
 log = logging.getLogger("personalir.syntax")
@@ -207,7 +206,7 @@ def load_csr(path) -> sp.csr_matrix:
 
 def run_features(parsed_path, sentences_path, out: dict, params: dict, seed: int) -> dict:
     res = build_features(
-        pq.read_table(parsed_path), read_user_sentences(sentences_path), params, seed
+        read_parquet_table(parsed_path), read_user_sentences(sentences_path), params, seed
     )
     save_csr(out["vectors"], res["x"])
     write_parquet(out["index"], res["index"])

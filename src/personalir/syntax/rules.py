@@ -25,9 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from personalir.common.io import write_parquet
+from personalir.common.io import read_parquet_table, write_parquet
 
 STATUSES = ("ok", "empty", "non_english", "parse_error", "no_rules")
 RULE_KINDS = ("D3", "D4", "P3")
@@ -276,7 +275,7 @@ class ParseCache:
             return found
         wanted = pa.array(sorted(keys), pa.string()) if keys is not None else None
         for part in sorted(self.dir.glob("part-*.parquet")):
-            table = pq.read_table(part, schema=CACHE_SCHEMA)
+            table = read_parquet_table(part, schema=CACHE_SCHEMA)
             if wanted is not None:
                 table = table.filter(pc.is_in(table.column("key"), value_set=wanted))
             cols = table.to_pydict()

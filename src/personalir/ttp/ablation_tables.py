@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from personalir.common.io import atomic_open, read_json, write_text
+from personalir.common.io import atomic_open, read_json, read_parquet, write_text
 from personalir.common.latex import dataframe_to_latex, escape
 from personalir.ttp.ablations import COLUMNS, FIGURE5, LABELS, SETS, TABLES
 from personalir.ttp.figures import save_figure
@@ -240,14 +240,14 @@ def make_ablation_outputs(
     ablation_dir, tex_dir, csv_dir = Path(ablation_dir), Path(tex_dir), Path(csv_dir)
     written: dict[str, Path] = {}
     for table in TABLES:
-        frame = pd.read_parquet(ablation_dir / f"{table}.parquet")
+        frame = read_parquet(ablation_dir / f"{table}.parquet")
         csv = csv_dir / f"{table}.csv"
         with atomic_open(csv) as fh:
             frame.to_csv(fh, index=False, float_format="%.4f")
         tex = tex_dir / f"ttp_{table}.tex"
         write_text(tex, ablation_latex(frame, table, config_label=config_label))
         written[f"{table}_csv"], written[f"{table}_tex"] = csv, tex
-    fig = pd.read_parquet(ablation_dir / "figure5.parquet")
+    fig = read_parquet(ablation_dir / "figure5.parquet")
     with atomic_open(csv_dir / "figure5.csv") as fh:
         fig.to_csv(fh, index=False, float_format="%.4f")
     written["figure5_csv"] = csv_dir / "figure5.csv"

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from personalir.common.io import write_json, write_parquet
+from personalir.common.io import read_parquet, write_json, write_parquet
 from personalir.common.seeding import rng
 
 SETS = ("General", "Broad", "LongTail")
@@ -539,7 +539,7 @@ def run_ablations(
     into ``out_dir``; return a summary (methods present and missing, claim statuses)."""
     import yaml
 
-    frame = pd.read_parquet(per_query_path)
+    frame = read_parquet(per_query_path)
     paper = yaml.safe_load(Path(paper_path).read_text(encoding="utf-8")) or {}
     kw = {
         "samples": int(ttp_eval["bootstrap_samples"]),

@@ -31,10 +31,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from personalir.common.details import details_pairs
-from personalir.common.io import write_jsonl, write_parquet
+from personalir.common.io import read_parquet_table, write_jsonl, write_parquet
 from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed
 
@@ -119,7 +117,7 @@ class ItemCorpus:
     @classmethod
     def read(cls, path: str | Path) -> ItemCorpus:
         items = {}
-        for rec in pq.read_table(path).to_pylist():
+        for rec in read_parquet_table(path).to_pylist():
             items[rec["item_id"]] = Item(
                 item_id=rec["item_id"],
                 title=rec["title"] or "",
@@ -289,12 +287,12 @@ def corpus_from_tables(products_path: str | Path, meta_path: str | Path) -> Item
     """Items from the data stage: products.parquet (attributes) + meta.parquet (features)."""
     meta = {
         r["parent_asin"]: r
-        for r in pq.read_table(
+        for r in read_parquet_table(
             meta_path, columns=["parent_asin", "features", "details"]
         ).to_pylist()
     }
     items = {}
-    for rec in pq.read_table(
+    for rec in read_parquet_table(
         products_path, columns=["parent_asin", "title", "main_category"]
     ).to_pylist():
         m = meta.get(rec["parent_asin"], {})
@@ -454,7 +452,9 @@ def pqb_examples(
 
     corpus = corpus_from_tables(products, meta)
     by_user: dict[str, list[tuple[int, str]]] = {}
-    for rec in pq.read_table(reviews, columns=["user_id", "parent_asin", "timestamp"]).to_pylist():
+    for rec in read_parquet_table(
+        reviews, columns=["user_id", "parent_asin", "timestamp"]
+    ).to_pylist():
         by_user.setdefault(rec["user_id"], []).append((rec["timestamp"], rec["parent_asin"]))
     examples = []
     for rec in read_benchmark(benchmark):

@@ -5,6 +5,7 @@ call, and the trained adapter saved in the SFT adapter's format."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -269,6 +270,30 @@ def _step_callback(model, *, stop_at: int | None, candidates_dir: str | Path | N
     return StepCandidates()
 
 
+def _stable_checkpoints():
+    """A transformers callback that makes each saved checkpoint's bytes depend on the run only:
+    PEFT's adapter configs with their module sets sorted, and the trainer state without step
+    times (which go to the log)."""
+    from transformers import TrainerCallback
+
+    from personalir.common.causal_lm import stable_adapter_config
+    from personalir.common.io import log_run_facts, split_volatile, write_text
+
+    class StableCheckpoints(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            for config in sorted(folder.rglob("adapter_config.json")):
+                stable_adapter_config(config.parent)
+            trainer_state = folder / "trainer_state.json"
+            if trainer_state.exists():
+                kept, facts = split_volatile(json.loads(trainer_state.read_text(encoding="utf-8")))
+                log_run_facts(trainer_state, facts)
+                write_text(trainer_state, json.dumps(kept, indent=2, sort_keys=True) + "\n")
+            return control
+
+    return StableCheckpoints()
+
+
 def train_grpo(
     model,
     tokenizer,
@@ -319,6 +344,7 @@ def train_grpo(
         Path(candidates_dir).mkdir(parents=True, exist_ok=True)
     if stop_at is not None or candidates_dir is not None:
         trainer.add_callback(_step_callback(model, stop_at=stop_at, candidates_dir=candidates_dir))
+    trainer.add_callback(_stable_checkpoints())
     copied = sync_reference(trainer.model)
     last = get_last_checkpoint(out_dir) if resume else None
     if last:

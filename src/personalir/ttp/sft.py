@@ -33,7 +33,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from personalir.common.io import write_json
+from personalir.common.causal_lm import stable_adapter_config
+from personalir.common.io import split_volatile, write_json
 from personalir.common.seeding import derive_seed
 from personalir.ttp.data import Example, ItemCorpus, item_fields
 from personalir.ttp.model import TTPEncoder
@@ -269,11 +270,10 @@ def save_checkpoint(
             steps[n] = float(st["step"])
     save_file(moments, tmp / "optimizer.safetensors")
     save_file({"cpu": torch.get_rng_state()}, tmp / "rng.safetensors")
-    (tmp / "state.json").write_text(
-        json.dumps(
-            {"step": step, "run_key": key, "adam_steps": steps, "history": history}, indent=1
-        )
-    )
+    state, _ = split_volatile(
+        {"step": step, "run_key": key, "adam_steps": steps, "history": history}
+    )  # step times are in the log
+    (tmp / "state.json").write_text(json.dumps(state, indent=1))
     if path.exists():
         shutil.rmtree(path)
     tmp.rename(path)
@@ -309,7 +309,9 @@ def _candidate_meta(path: Path) -> dict:
 
     try:
         with safe_open(str(path), framework="pt") as fh:
-            return dict(fh.metadata() or {})
+            meta = dict(fh.metadata() or {})
+        # One JSON value: safetensors writes several metadata keys in a per-process order.
+        return json.loads(meta["personalir"]) if "personalir" in meta else meta
     except Exception:  # a half-written or damaged candidate belongs to no run
         return {}
 
@@ -323,7 +325,11 @@ def save_candidate(path: Path, model, key: str, step: int, epoch: float) -> None
     save_file(
         {n: p.detach().contiguous() for n, p in _trainable(model).items()},
         tmp,
-        metadata={"run_key": key, "step": str(step), "epoch": repr(epoch)},
+        metadata={
+            "personalir": json.dumps(
+                {"run_key": key, "step": str(step), "epoch": repr(epoch)}, sort_keys=True
+            )
+        },
     )
     tmp.replace(path)
 
@@ -487,5 +493,6 @@ def train(
     report["run_key"] = key
     if finished:
         peft_model.save_pretrained(out_dir / "adapter")
+        stable_adapter_config(out_dir / "adapter")
         write_json(out_dir / "loss.json", history)
     return report

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from personalir.common.io import atomic_open, write_text
+from personalir.common.io import atomic_open, read_parquet, write_text
 from personalir.common.latex import dataframe_to_latex
 
 TEST_SETS = ("General", "Broad", "LongTail", "All")
@@ -125,7 +125,7 @@ def make_table(
 ) -> pd.DataFrame:
     import yaml
 
-    summary = pd.read_parquet(summary_path)
+    summary = read_parquet(summary_path)
     paper = None
     if ttp["paper_reference"]:
         paper = yaml.safe_load(Path(ttp["paper_reference"]).read_text(encoding="utf-8"))

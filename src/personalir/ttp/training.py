@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from personalir.common.causal_lm import stable_adapter_config
 from personalir.common.io import read_json, write_json
 from personalir.ttp.data import merge_corpora
 
@@ -168,6 +169,7 @@ def run_sft(
             log=log,
         )
         peft_model.save_pretrained(Path(out_dir) / "adapter")
+        stable_adapter_config(Path(out_dir) / "adapter")
         report["seconds_selection"] = round(time.perf_counter() - t2, 3)
     report.update(
         role="rewriter (Decoupled-Stage, token loss only)" if rewriter else "ttp",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from personalir.common.io import write_json, write_jsonl, write_text
+from personalir.common.io import read_parquet, write_json, write_jsonl, write_text
 from personalir.common.seeding import derive_seed
 from personalir.validation import items as items_mod
 from personalir.validation.dimensions import DIMENSIONS
@@ -56,8 +56,8 @@ def make_items(
     for domain, bench, sent, edit in zip(domains, benchmarks, sentences, edits, strict=True):
         rows = read_jsonl(bench)
         pairs.extend(items_mod.pairs_of(rows))
-        per_domain_sentences[domain] = items_mod.user_sentences(pd.read_parquet(sent))
-        per_domain_errors[domain] = items_mod.user_errors(pd.read_parquet(edit))
+        per_domain_sentences[domain] = items_mod.user_sentences(read_parquet(sent))
+        per_domain_errors[domain] = items_mod.user_errors(read_parquet(edit))
     sample_cfg, judge_cfg = params["sample"], params["judge"]
     stage_seed = derive_seed(seed, "validation")
     chosen, strata = items_mod.stratified_sample(pairs, sample_cfg["size"], stage_seed, domains)

@@ -34,6 +34,8 @@ def load_gector(params: dict):
         import torch
         from gector import GECToR, GECToRConfig, load_verb_dict
         from transformers import AutoTokenizer
+
+        from personalir.common.models import resolve_model
     except ImportError as exc:
         raise GECError(f"the gector backend needs the `gector` package ({exc})") from None
     verb_dict = params.get("verb_dict")
@@ -47,24 +49,22 @@ def load_gector(params: dict):
     if params["checkpoint_format"] == "official":
         if not params.get("vocab_path"):
             raise GECError("gector.vocab_path (official output_vocabulary folder) is required")
+        # The configured encoder (a hub id at its pinned revision, checked against the model
+        # lock, or a folder chosen by the user), given to gector as a local folder.
+        encoder = resolve_model(params["transformer_model"], allow_download=True)
         model = GECToR.from_official_pretrained(
             source,
             special_tokens_fix=params["special_tokens_fix"],
-            transformer_model=params["transformer_model"],
+            transformer_model=encoder.path,
             vocab_path=params["vocab_path"],
             max_length=params["max_length"],
         )
-        # The tokenizer of the configured encoder (a hub id or folder chosen by the user).
-        tokenizer = AutoTokenizer.from_pretrained(params["transformer_model"])  # nosec B615
+        tokenizer = AutoTokenizer.from_pretrained(encoder.path)  # nosec B615  # a local folder
     else:
-        local = Path(source)
-        if not local.is_dir():
-            from huggingface_hub import snapshot_download
-
-            # The checkpoint the user configured (a hub id); weights are read below with
-            # safetensors or torch.load(weights_only=True), never unpickled as code.
-            snapshot = snapshot_download(source)  # nosec B615
-            local = Path(snapshot)
+        # The checkpoint the user configured (a folder, or a hub id fetched at its pinned
+        # revision and checked against the model lock); weights are read below with
+        # safetensors or torch.load(weights_only=True), never unpickled as code.
+        local = Path(resolve_model(source, allow_download=True).path)
         config = GECToRConfig.from_pretrained(str(local))
         model = GECToR(config)
         weights = local / "model.safetensors"
