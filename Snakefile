@@ -6,6 +6,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from personalir.common.config import ConfigError, load_schema, validate_config  # noqa: E402
+from personalir.common.numerics import pin_cpu_isa  # noqa: E402
+
+# The same float arithmetic on any x86-64 machine: torch, MKL, oneDNN and OpenBLAS capped to
+# AVX2 kernels before any job starts; every job inherits the pins (personalir.common.numerics).
+CPU_ISA_PINS = pin_cpu_isa()
 
 configfile: "config/config.yaml"
 

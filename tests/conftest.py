@@ -10,8 +10,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pyarrow.parquet as pq
-import pytest
+from personalir.common.numerics import pin_cpu_isa
+
+# Before torch, MKL or OpenBLAS load: the CPU kernels the workflow's jobs use (Snakefile).
+pin_cpu_isa()
+
+import pyarrow.parquet as pq  # noqa: E402
+import pytest  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

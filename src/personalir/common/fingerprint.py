@@ -228,7 +228,12 @@ def pinned_files(root: str | Path, patterns: list[str]) -> list[Path]:
             for pat in patterns
             if not pat.startswith("!")
             for p in root.glob(pat)
-            if p.is_file() and p.name not in UNPINNED and p not in left_out
+            if p.is_file()
+            and p.name not in UNPINNED
+            and p not in left_out
+            # Hidden files (writers' records under .integrity/, temporary files) are not
+            # artifacts: they hold file times and inode numbers.
+            and not any(part.startswith(".") for part in p.relative_to(root).parts)
         }
     )
 

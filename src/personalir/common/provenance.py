@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from personalir.common.io import CorruptArtifact, log_run_facts, sha256_file, written_record
+from personalir.common.numerics import ISA_PINS
 
 PROVENANCE_NAME = "provenance.json"
-RECORD_VERSION = 2  # 2: the code's hash only (the git commit went to the run log)
+RECORD_VERSION = 3  # 2: the code's hash only (the git commit went to the run log); 3: cpu_kernels
 # Workflow code whose bytes define what the pipeline computes (relative to the workflow dir).
 CODE_GLOBS = ("Snakefile", "rules/**/*.smk", "workflow_scripts/**/*.py", "src/personalir/**/*.py")
 MODEL_KEY = re.compile(r"(^|_)(model|models|checkpoint|encoder|tokenizer)(_|$|s$)", re.I)
@@ -176,6 +177,9 @@ def provenance_record(
         "config": {"label": label, "sha256": config_hash},
         "code": {"code_sha256": code["code_sha256"]},
         "packages": package_versions(),
+        # The CPU kernel pins the job ran under (personalir.common.numerics): results
+        # computed under other kernels round differently.
+        "cpu_kernels": {k: os.environ.get(k) for k in sorted(ISA_PINS)},
         "models": dict(sorted(models.items())),
         "artifacts": {name: {"rule": artifacts[name], **records[name]} for name in records},
     }
