@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import http.client
 import logging
 import os
@@ -33,7 +32,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from personalir.common.io import atomic_open
+from personalir.common.io import atomic_open, sha256_file
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -145,14 +144,6 @@ def record_checksum(path: str | os.PathLike, filename: str, digest: str) -> None
             fh.write("# sha256 observed on first download (trust on first use); review me\n")
             for name in sorted(sums):
                 fh.write(f"{sums[name]}  {name}\n")
-
-
-def sha256_file(path: str | os.PathLike, chunk_size: int = _CHUNK) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk_size):
-            h.update(block)
-    return h.hexdigest()
 
 
 def default_observed_path(checksums_path: str | os.PathLike) -> Path:
