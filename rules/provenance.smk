@@ -4,16 +4,28 @@
 # rules, so each folder's `provenance` job depends on exactly that folder's artifacts.
 # Before a run starts jobs, the artifacts it will read are checked (see `onstart` below).
 from personalir.common import provenance as prov
+from personalir.common.codedeps import rules_code
 from personalir.common.config import config_hash
 
 PRODUCED = prov.static_dag(FINAL_TARGETS, workflow.rules)
 PROVENANCE_FOLDERS = prov.artifacts_by_folder(PRODUCED, RESULTS)
+# The code behind each folder: the scripts of the rules that wrote its artifacts and every
+# module they import. The record hashes exactly these files, and they are the job's inputs,
+# so the record changes (and DVC reruns it) when, and only when, that code changes.
+PROVENANCE_CODE = {
+    folder: rules_code(
+        (workflow.get_rule(r).shellcmd for r in sorted(set(rules_of.values()))),
+        workflow.basedir,
+    )
+    for folder, rules_of in PROVENANCE_FOLDERS.items()
+}
 
 
 rule provenance:
     """Record config hash, code version, packages, models and artifact hashes of one folder."""
     input:
         artifacts=lambda w: prov.folder_artifacts(PROVENANCE_FOLDERS, RESULTS, w.folder),
+        code=lambda w: PROVENANCE_CODE[w.folder],
     output:
         record=results("{folder}", "provenance.json"),
     wildcard_constraints:
@@ -34,7 +46,8 @@ rule provenance:
     shell:
         "python -u workflow_scripts/provenance.py --folder $(dirname {output.record})"
         " --artifacts {params.artifacts:q} --config-sha256 {params.config_sha256}"
-        " --label {params.label:q} --models {params.models:q} --output {output.record}"
+        " --label {params.label:q} --models {params.models:q} --code {input.code:q}"
+        " --output {output.record}"
         " > {log} 2>&1"
 
 

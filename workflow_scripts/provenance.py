@@ -13,6 +13,9 @@ def main() -> None:
     ap.add_argument("--config-sha256", required=True)
     ap.add_argument("--label", required=True)
     ap.add_argument("--models", type=json_arg, required=True)
+    ap.add_argument(
+        "--code", nargs="*", default=[], help="the code files that produced the artifacts"
+    )
     ap.add_argument("--output", required=True)
     args = ap.parse_args()
     log = setup_logging("provenance")
@@ -23,6 +26,7 @@ def main() -> None:
             config_hash=args.config_sha256,
             label=args.label,
             models=args.models,
+            code=args.code,
         )
     except CorruptArtifact as exc:
         raise SystemExit(f"provenance: {exc}") from None

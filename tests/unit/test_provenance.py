@@ -42,7 +42,7 @@ def test_record_names_each_artifact_its_hash_and_rule(folder):
     record = json.loads((folder / "provenance.json").read_text())
     assert record["artifacts"]["a.txt"] == {"rule": "rule_a", "sha256": HELLO, "bytes": 6}
     assert record["config"] == {"label": "t", "sha256": "c" * 64}
-    assert set(record["code"]) == {"code_sha256"}  # the commit goes to the log
+    assert set(record["code"]) == {"code_sha256", "files"}  # the commit goes to the log
     assert record["packages"]["python"].startswith("3.")
 
 
@@ -50,6 +50,24 @@ def test_record_is_deterministic(folder):
     args = dict(config_hash="c" * 64, label="t", models={"m": "x"})
     first = provenance_record(folder, {"a.txt": "r"}, **args)
     assert provenance_record(folder, {"a.txt": "r"}, **args) == first
+
+
+def test_record_hashes_only_the_code_that_produced_the_folder(folder, tmp_path):
+    work = tmp_path / "work"
+    (work / "workflow_scripts").mkdir(parents=True)
+    (work / "workflow_scripts" / "make_a.py").write_text("print('a')\n")
+    (work / "workflow_scripts" / "other.py").write_text("print('other')\n")
+    args = dict(config_hash="c" * 64, label="t", models={}, workdir=work)
+    code = ["workflow_scripts/make_a.py"]
+    first = provenance_record(folder, {"a.txt": "r"}, code=code, **args)
+    assert first["code"]["files"] == code
+    # Unrelated code changes: the record does not.
+    (work / "workflow_scripts" / "other.py").write_text("print('edited')\n")
+    assert provenance_record(folder, {"a.txt": "r"}, code=code, **args) == first
+    # The producing code changes: so does the record.
+    (work / "workflow_scripts" / "make_a.py").write_text("print('A')\n")
+    second = provenance_record(folder, {"a.txt": "r"}, code=code, **args)
+    assert second["code"]["code_sha256"] != first["code"]["code_sha256"]
 
 
 def test_verify_folder_names_truncated_and_changed(folder):

@@ -332,7 +332,7 @@ def test_training_resumes_to_the_same_weights(backbone_dir, tmp_path):
     part = run(tmp_path / "resumed", stop_after=2)
     assert not part["finished"] and latest_checkpoint(tmp_path / "resumed" / "checkpoints")
     rest = run(tmp_path / "resumed")
-    assert rest["resumed_from_step"] == 2 and rest["finished"]
+    assert rest["resumed_from_step_this_run"] == 2 and rest["finished"]
     a = load_file(tmp_path / "full" / "adapter" / "adapter_model.safetensors")
     b = load_file(tmp_path / "resumed" / "adapter" / "adapter_model.safetensors")
     assert a.keys() == b.keys()
@@ -341,7 +341,7 @@ def test_training_resumes_to_the_same_weights(backbone_dir, tmp_path):
     # Another run (here: another learning rate) never resumes these checkpoints.
     settings = dataclasses.replace(settings, learning_rate=1e-3)
     other = run(tmp_path / "resumed", stop_after=1)
-    assert other["resumed_from_step"] == 0 and other["completed_steps"] == 1
+    assert other["resumed_from_step_this_run"] == 0 and other["completed_steps"] == 1
     settings = dataclasses.replace(settings, learning_rate=5e-3)
     loss_full = json.loads((tmp_path / "full" / "loss.json").read_text())
     loss_res = json.loads((tmp_path / "resumed" / "loss.json").read_text())

@@ -323,3 +323,15 @@ def test_saved_rl_adapter_loads_like_the_sft_adapter(tiny, tmp_path):
     trainer.model.eval()
     with torch.no_grad():
         assert torch.allclose(loaded(**ids).logits, trainer.model(**ids).logits, atol=1e-5)
+
+
+def test_a_finished_runs_checkpoint_is_not_resumed(tiny, tmp_path):
+    """A rerun in the same folder (forced, or after a code change) trains from the start:
+    transformers would otherwise train one step past the finished run's last checkpoint."""
+    _, first, _ = _step(tiny, tmp_path)
+    assert first["completed_steps"] == 1 and first["resumed_from_this_run"] is None
+    assert (tmp_path / "ckpt" / "checkpoint-1").is_dir()
+    trainer, again, _ = _step(tiny, tmp_path)
+    assert again["completed_steps"] == 1 and again["resumed_from_this_run"] is None
+    assert [h["step"] for h in trainer.state.log_history if "loss" in h] == [1]
+    assert rl._checkpoint_step(tmp_path / "ckpt" / "checkpoint-1") == 1

@@ -34,7 +34,9 @@ from personalir.common.io import CorruptArtifact, log_run_facts, sha256_file, wr
 from personalir.common.numerics import ISA_PINS
 
 PROVENANCE_NAME = "provenance.json"
-RECORD_VERSION = 3  # 2: the code's hash only (the git commit went to the run log); 3: cpu_kernels
+# 2: the code's hash only (the git commit went to the run log); 3: cpu_kernels;
+# 4: the code hash covers the code that produced the folder (listed), not all workflow code.
+RECORD_VERSION = 4
 # Workflow code whose bytes define what the pipeline computes (relative to the workflow dir).
 CODE_GLOBS = ("Snakefile", "rules/**/*.smk", "workflow_scripts/**/*.py", "src/personalir/**/*.py")
 MODEL_KEY = re.compile(r"(^|_)(model|models|checkpoint|encoder|tokenizer)(_|$|s$)", re.I)
@@ -79,15 +81,20 @@ def code_files(workdir: str | os.PathLike) -> list[Path]:
     return sorted(p for p in files if "__pycache__" not in p.parts)
 
 
-def code_version(workdir: str | os.PathLike) -> dict[str, Any]:
+def code_version(
+    workdir: str | os.PathLike, files: Iterable[str | os.PathLike] | None = None
+) -> dict[str, Any]:
     """Git commit (if any), whether the workflow code differs from it, and a hash of the code.
 
     ``code_sha256`` is the hash of the code itself (paths and bytes), so it identifies the code
-    even outside a git checkout or with uncommitted edits.
+    even outside a git checkout or with uncommitted edits. ``files`` (relative to ``workdir``)
+    limits it to the code that produced something (personalir.common.codedeps); by default
+    it covers all workflow code (``CODE_GLOBS``).
     """
     workdir = Path(workdir)
     digest = hashlib.sha256()
-    for path in code_files(workdir):
+    paths = code_files(workdir) if files is None else sorted({workdir / f for f in files})
+    for path in paths:
         digest.update(f"{path.relative_to(workdir).as_posix()}\0{sha256_file(path)}\n".encode())
     # The workflow dir's repository; else that of the package actually imported (a copy of
     # the workflow that links the repository's src/, as the integration tests make).
@@ -152,8 +159,13 @@ def provenance_record(
     label: str,
     models: Mapping[str, Any],
     workdir: str | os.PathLike = ".",
+    code: Iterable[str] | None = None,
 ) -> dict[str, Any]:
-    """The provenance of one results folder; ``artifacts`` maps file name -> producing rule."""
+    """The provenance of one results folder; ``artifacts`` maps file name -> producing rule.
+
+    ``code`` lists the code files (relative to ``workdir``) that produced the artifacts; the
+    record hashes those, so editing unrelated code does not change it. ``None``: all code.
+    """
     folder = Path(folder)
     records = {name: file_record(folder / name) for name in sorted(artifacts)}
     changed = [
@@ -167,7 +179,8 @@ def provenance_record(
             + "\n  ".join(changed)
             + "\nRestore or rebuild them."
         )
-    code = code_version(workdir)
+    code_list = None if code is None else sorted({Path(f).as_posix() for f in code})
+    code = code_version(workdir, code_list)
     # Which commit ran, and whether it had edits, differ between runs of the same code (a
     # later commit, a fresh clone): the run's log keeps them; the record keeps the code's hash.
     log_run_facts(folder / PROVENANCE_NAME, {k: v for k, v in code.items() if k != "code_sha256"})
@@ -175,7 +188,10 @@ def provenance_record(
         "record_version": RECORD_VERSION,
         "folder": folder.as_posix(),
         "config": {"label": label, "sha256": config_hash},
-        "code": {"code_sha256": code["code_sha256"]},
+        "code": {
+            "code_sha256": code["code_sha256"],
+            "files": code_list if code_list is not None else "all workflow code",
+        },
         "packages": package_versions(),
         # The CPU kernel pins the job ran under (personalir.common.numerics): results
         # computed under other kernels round differently.

@@ -154,8 +154,9 @@ class CorrectionCache:
     def describe(self) -> dict:
         return {
             "dir": str(self.dir),
-            "entries": len(self),
-            "segments": len(self._segments()),
+            # the cache's size depends on which jobs filled it before: the rule's log keeps it
+            "entries_this_run": len(self),
+            "segments_this_run": len(self._segments()),
             "fingerprint": self.fingerprint,
             # damaged rows and segments found on load; their sentences are corrected again
             "dropped_rows": self.dropped_rows,

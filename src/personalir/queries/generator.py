@@ -119,6 +119,7 @@ def run_lm(
     seeds = load_seeds(seeds_path)
     t0 = time.perf_counter()
     ref = resolve_model(lm["model"], allow_download=lm["allow_download"])
+    log.info("generator %s from %s", lm["model"], ref.path)
     model, tok = load_causal_lm(ref, device=lm["device"], cache_dir=model_cache)
     load_s = time.perf_counter() - t0
     prefix = scoring_prefix(tok)
@@ -148,7 +149,9 @@ def run_lm(
     bound, calibration = fluency_bound(fl, seed_ppl, shuffled_ppl)
     report = {
         "model": lm["model"],
-        "model_path": ref.path,
+        # the hub commit (None for a packaged model); where the files lie is a host fact
+        # that the rule's log keeps
+        "model_revision": ref.revision,
         "gguf_file": ref.gguf_file,
         "seeds": len(seeds),
         "seeds_by_domain": dict(sorted(Counter(s["domain"] for s in seeds).items())),

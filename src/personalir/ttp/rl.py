@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -94,8 +95,6 @@ def load_policy(backbone: str, sft_adapter: str, dtype: str = "float32"):
 def save_rl_adapter(model, sft_adapter, out_dir) -> Path:
     """The trained ``default`` adapter in the SFT adapter's format (its config, and the
     output layer's token rows that stayed frozen), loadable by :func:`load_adapter`."""
-    import shutil
-
     from peft import get_peft_model_state_dict
     from safetensors.torch import load_file
 
@@ -270,6 +269,15 @@ def _step_callback(model, *, stop_at: int | None, candidates_dir: str | Path | N
     return StepCandidates()
 
 
+def _checkpoint_step(folder: str | Path) -> int:
+    """The global step a transformers checkpoint folder was saved at."""
+    state = Path(folder) / "trainer_state.json"
+    try:
+        return int(json.loads(state.read_text(encoding="utf-8"))["global_step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return int(Path(folder).name.rsplit("-", 1)[-1])
+
+
 def _stable_checkpoints():
     """A transformers callback that makes each saved checkpoint's bytes depend on the run only:
     PEFT's adapter configs with their module sets sorted, and the trainer state without step
@@ -347,6 +355,12 @@ def train_grpo(
     trainer.add_callback(_stable_checkpoints())
     copied = sync_reference(trainer.model)
     last = get_last_checkpoint(out_dir) if resume else None
+    if last and _checkpoint_step(last) >= (stop_at or steps):
+        # A finished run's last checkpoint: transformers would train one step past it.
+        log(f"not resuming from {last}: it is the end of a finished run; training afresh")
+        for old in Path(out_dir).glob("checkpoint-*"):
+            shutil.rmtree(old, ignore_errors=True)
+        last = None
     if last:
         log(f"resuming GRPO from {last}")
     trainer.train(resume_from_checkpoint=last)
@@ -355,7 +369,8 @@ def train_grpo(
         "completed_steps": int(trainer.state.global_step),
         "stop_at": stop_at,
         "prompts": len(dataset),
-        "resumed_from": str(last) if last else None,
+        # what an earlier, interrupted run left: a fact of this run, kept in the rule's log
+        "resumed_from_this_run": str(last) if last else None,
         "reference_tensors_synced": copied,
         "scorer": settings.scorer,
         "scorer_encoded": dict(scorer.encoded),

@@ -479,7 +479,8 @@ def train(
         "steps": steps,
         "completed_steps": history[-1]["step"] if history else 0,
         "finished": finished,
-        "resumed_from_step": start,
+        # what an earlier run left (a fact of this run: the rule's log keeps it)
+        "resumed_from_step_this_run": start,
         "rows": len(rows),
         "settings": {
             k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(settings).items()

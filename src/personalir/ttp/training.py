@@ -304,6 +304,9 @@ def run_grpo(
     }
     write_json(report_out, report)
     log(json.dumps({k: v for k, v in report.items() if k not in ("settings", "selections")}))
+    # The run is complete: its checkpoints only serve an interrupted run, and a later rerun
+    # (forced, or after a code change) must train from the start, not from the last step.
+    shutil.rmtree(ckpt, ignore_errors=True)
     return report
 
 

@@ -34,7 +34,13 @@ class BackendRun:
     cache: dict | None = None
 
     def as_dict(self) -> dict:
+        """The run as a report entry. How many sentences the cache served and how many were
+        computed depend on what earlier jobs (other domains share the cache) left in it, not
+        on the result: their keys end in ``_this_run`` so that the written report leaves them
+        to the rule's log (:func:`personalir.common.io.is_volatile`)."""
         d = self.__dict__.copy()
+        d["cache_hits_this_run"] = d.pop("cache_hits")
+        d["computed_this_run"] = d.pop("computed")
         d["computed_per_second"] = (
             round(self.computed / self.seconds, 2) if self.seconds > 0 else None
         )

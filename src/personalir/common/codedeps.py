@@ -1,0 +1,125 @@
+"""Which code a workflow job runs: its script plus every local module it imports, transitively.
+
+Standard library only. Two consumers need the same answer:
+
+- ``scripts/dvc_from_snakemake.py`` lists these files as a DVC stage's ``deps``, so DVC reruns
+  a stage when code it runs changes;
+- the ``provenance`` rule hashes the code behind a folder's artifacts, so a folder's
+  ``provenance.json`` changes exactly when code that produced it changes (not when an
+  unrelated module is edited).
+
+The walk is static (``ast``): ``import a.b`` and ``from a import b`` inside the ``personalir``
+package (under ``src/``) or beside the script (helpers such as ``_bootstrap``), package
+``__init__`` files included, plus the plug-in modules a ``Registry`` discovers at run time.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+# A rule's shell command names the workflow script it runs.
+SCRIPT = re.compile(r"(?:^|\s)(workflow_scripts/[\w/.-]+\.py)\b")
+
+
+def _module_file(module: str, workdir: Path, script_dir: Path) -> Path | None:
+    parts = module.split(".")
+    # personalir lives in src/; anything else local is a helper beside the script (_bootstrap).
+    base = (workdir / "src" if parts[0] == "personalir" else script_dir) / Path(*parts)
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    return None
+
+
+def _imported_modules(path: Path, package: str | None) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level and package:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.add(module)
+            # `from personalir.common import io` imports a submodule.
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _registry_plugins(path: Path, workdir: Path) -> list[Path]:
+    """Plug-in modules a registry of this module discovers at run time (not imported by name).
+
+    A ``Registry(..., package="personalir.x", symbol="NAME")`` imports every module of that
+    package with a line starting ``@NAME.register(`` when it is first listed
+    (personalir.common.registry), so those modules are code the job runs too.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[Path] = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Registry"):
+            continue
+        kw = {k.arg: k.value for k in node.keywords}
+        package, symbol = kw.get("package"), kw.get("symbol")
+        if not (isinstance(package, ast.Constant) and isinstance(symbol, ast.Constant)):
+            continue
+        marker = re.compile(rf"^@{re.escape(symbol.value)}\.register\(", re.M)
+        folder = workdir / "src" / Path(*package.value.split("."))
+        found += [
+            f for f in sorted(folder.glob("*.py")) if marker.search(f.read_text(encoding="utf-8"))
+        ]
+    return found
+
+
+def code_deps(script: str, workdir: str | Path) -> list[str]:
+    """The script plus every local module it imports, transitively (package __init__s too),
+    and the plug-in modules its registries discover; paths relative to ``workdir``, sorted."""
+    workdir = Path(workdir)
+    script_path = workdir / script
+    script_dir = script_path.parent
+    seen: set[Path] = set()
+    todo: list[tuple[Path, str | None]] = [(script_path, None)]
+    while todo:
+        path, package = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        if path.is_relative_to(workdir / "src"):
+            for plugin in _registry_plugins(path, workdir):
+                rel = plugin.relative_to(workdir / "src").with_suffix("")
+                todo.append((plugin, ".".join(rel.parts[:-1])))
+        for module in _imported_modules(path, package):
+            if not module:
+                continue
+            parts = module.split(".")
+            # Importing a.b.c runs a/__init__, a/b/__init__ too.
+            for i in range(1, len(parts) + 1):
+                prefix = ".".join(parts[:i])
+                found = _module_file(prefix, workdir, script_dir)
+                if found is not None and found not in seen:
+                    pkg = prefix if found.name == "__init__.py" else ".".join(parts[: i - 1])
+                    todo.append((found, pkg or None))
+    return sorted(p.relative_to(workdir).as_posix() for p in seen)
+
+
+def script_of(shellcmd: str | None) -> str | None:
+    """The workflow script a rule's shell command runs, if it names one."""
+    match = SCRIPT.search(shellcmd or "")
+    return match.group(1) if match else None
+
+
+def rules_code(shellcmds: Iterable[str | None], workdir: str | Path) -> list[str]:
+    """The union of the code the given rules' shell commands run (sorted, relative paths)."""
+    files: set[str] = set()
+    for cmd in shellcmds:
+        script = script_of(cmd)
+        if script is not None:
+            files.update(code_deps(script, workdir))
+    return sorted(files)
