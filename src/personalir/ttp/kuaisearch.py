@@ -11,7 +11,7 @@ recall  one search session a line: ``user_id, session_id, impressed_item_ids,
         clicked_item_ids, purchased_item_ids`` (lists of item ids), ``time_index`` (an integer
         order of the user's sessions), ``query`` (as typed) and ``split`` (``train``/``test``).
 
-What was verified, and where (the repository as stored by this project's code index):
+What was verified, and where (the repository at the commits named):
 
 * Field names, JSON types and the ``UNKNOWN``/0 convention: the official repository's demo
   files ``demo/items.jsonl`` and ``demo/recall.jsonl`` (commit 070f96e, 200 lines each, all
@@ -22,7 +22,7 @@ What was verified, and where (the repository as stored by this project's code in
   |top-k ∩ relevant| / |relevant| and HR@k = any relevant item in the top k: the official
   recall scripts ``recall/data/process.py`` and ``recall/dpr/test.py`` (commit 9515032).
   The demo has a purchase that is not among the session's clicks, so the union matters.
-* Not verified against the Hugging Face files themselves (no network here): the lite layout
+* Not verified against the Hugging Face files themselves: the lite layout
   ``items_lite/train.jsonl`` and ``recall_lite/train.jsonl`` (revision 09807c77) is known
   only from third-party code that downloads them (and groups a user's sessions sharing a
   ``time_index``, so ties may occur). Hence the defaults below read every ``*.jsonl`` in
