@@ -40,8 +40,8 @@ def main() -> None:
         report["judge"],
         report["questions"],
         report["answered"],
-        report["calls"],
-        report["cache_hits"],
+        report["calls_this_run"],
+        report["cache_hits_this_run"],
         report["failed"] or "none",
     )
 

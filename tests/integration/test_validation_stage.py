@@ -170,7 +170,13 @@ def _args(*extra):
 
 
 def _report(work):
-    return json.loads((work / "results" / "validation" / "judge.report.json").read_text())
+    """The judge's report with the run facts its rule logged (calls, cache hits, tokens)."""
+    from personalir.common.runfacts import run_facts
+
+    path = "results/validation/judge.report.json"
+    report = json.loads((work / path).read_text())
+    facts = run_facts(work / "results" / "logs")[path]
+    return {**report, **{k.removesuffix("_this_run"): v for k, v in facts.items()}}
 
 
 def test_stage_makes_both_tables_and_a_rerun_makes_no_call(workdir):

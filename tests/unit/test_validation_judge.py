@@ -343,7 +343,7 @@ def test_judge_retries_transport_errors_and_caches(endpoint, tmp_path):
         _items(), _settings(endpoint.url, max_concurrency=1), cache, progress=False
     )
     assert [j["label"] for j in judgements] == ["4", "4", "4"]
-    assert report["calls"] == 3 and report["answered"] == 3
+    assert report["calls_this_run"] == 3 and report["answered"] == 3
     assert len(endpoint.requests) == 5  # two scripted failures retried by the client
     body = endpoint.requests[-1]
     assert body["response_format"]["type"] == "json_schema"
@@ -351,7 +351,11 @@ def test_judge_retries_transport_errors_and_caches(endpoint, tmp_path):
     # A rerun makes no call.
     endpoint.requests.clear()
     again, report2 = judge_items(_items(), _settings(endpoint.url), cache, progress=False)
-    assert again == judgements and report2["calls"] == 0 and report2["cache_hits"] == 3
+    assert (
+        again == judgements
+        and report2["calls_this_run"] == 0
+        and report2["cache_hits_this_run"] == 3
+    )
     assert endpoint.requests == []
     # A different prompt version or model is a different key.
     judge_items(_items(1), _settings(endpoint.url, model="other"), cache, progress=False)

@@ -166,8 +166,13 @@ def run_retriever(
     if settings.encoding_cache:
         from personalir.retrieval.encodings import PROCESS_TOTALS
 
-        # hits, misses and damaged entries recomputed (checksum, shape or read errors)
-        meta["encoding_cache"] = dict(PROCESS_TOTALS)
+        # Damaged entries recomputed (checksum, shape or read errors). Hits and misses depend
+        # on what earlier jobs left in the cache, not on the run: the rule's log keeps them.
+        meta["encoding_cache"] = {
+            "hits_this_run": PROCESS_TOTALS["hits"],
+            "misses_this_run": PROCESS_TOTALS["misses"],
+            "recomputed": PROCESS_TOTALS["recomputed"],
+        }
     write_json(meta_path, meta)
     return meta
 

@@ -339,16 +339,18 @@ def judge_items(
         "questions": len(questions),
         "answered": status.get("ok", 0),
         "failed": {k: v for k, v in sorted(status.items()) if k != "ok"},
-        "calls": counts.get("calls", 0),
-        "cache_hits": counts.get("cache_hits", 0),
+        # Calls, cache hits and tokens depend on what the judge cache held before this run
+        # (a rerun asks nothing): the rule's log keeps them (``*_this_run``).
+        "calls_this_run": counts.get("calls", 0),
+        "cache_hits_this_run": counts.get("cache_hits", 0),
         "cache_corrupt": cache.corrupt if cache is not None else 0,
         "bad_answers": {
             k.removeprefix("bad_answer_"): v
             for k, v in sorted(counts.items())
             if k.startswith("bad_answer_")
         },
-        "prompt_tokens": counts.get("prompt_tokens", 0),
-        "completion_tokens": counts.get("completion_tokens", 0),
+        "prompt_tokens_this_run": counts.get("prompt_tokens", 0),
+        "completion_tokens_this_run": counts.get("completion_tokens", 0),
         "call_seconds": round(judge.seconds, 3),
         "wall_seconds": round(wall, 3),
         "prompt_versions": {
