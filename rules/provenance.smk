@@ -12,11 +12,12 @@ PROVENANCE_FOLDERS = prov.artifacts_by_folder(PRODUCED, RESULTS)
 # The code behind each folder: the scripts of the rules that wrote its artifacts and every
 # module they import. The record hashes exactly these files, and they are the job's inputs,
 # so the record changes (and DVC reruns it) when, and only when, that code changes.
+_RULE_CODE = {
+    r: set(rules_code([workflow.get_rule(r).shellcmd], workflow.basedir))
+    for r in sorted({r for rules_of in PROVENANCE_FOLDERS.values() for r in rules_of.values()})
+}
 PROVENANCE_CODE = {
-    folder: rules_code(
-        (workflow.get_rule(r).shellcmd for r in sorted(set(rules_of.values()))),
-        workflow.basedir,
-    )
+    folder: sorted(set().union(*(_RULE_CODE[r] for r in rules_of.values())))
     for folder, rules_of in PROVENANCE_FOLDERS.items()
 }
 

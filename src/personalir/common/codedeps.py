@@ -16,12 +16,27 @@ package (under ``src/``) or beside the script (helpers such as ``_bootstrap``), 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
 # A rule's shell command names the workflow script it runs.
 SCRIPT = re.compile(r"(?:^|\s)(workflow_scripts/[\w/.-]+\.py)\b")
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    st = path.stat()
+    return str(path), st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(stamp: tuple[str, int, int]) -> tuple[str, ast.Module]:
+    """A file's text and syntax tree, parsed once per version of the file: the workflow
+    walks the same modules for every results folder when it starts."""
+    path = stamp[0]
+    text = Path(path).read_text(encoding="utf-8")
+    return text, ast.parse(text, filename=path)
 
 
 def _module_file(module: str, workdir: Path, script_dir: Path) -> Path | None:
@@ -35,8 +50,13 @@ def _module_file(module: str, workdir: Path, script_dir: Path) -> Path | None:
     return None
 
 
-def _imported_modules(path: Path, package: str | None) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+def _imported_modules(path: Path, package: str | None) -> frozenset[str]:
+    return _imports_of(_stamp(path), package)
+
+
+@functools.lru_cache(maxsize=4096)
+def _imports_of(stamp: tuple[str, int, int], package: str | None) -> frozenset[str]:
+    tree = _parsed(stamp)[1]
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -51,7 +71,7 @@ def _imported_modules(path: Path, package: str | None) -> set[str]:
             found.add(module)
             # `from personalir.common import io` imports a submodule.
             found.update(f"{module}.{alias.name}" for alias in node.names)
-    return found
+    return frozenset(found)
 
 
 def _registry_plugins(path: Path, workdir: Path) -> list[Path]:
@@ -61,21 +81,26 @@ def _registry_plugins(path: Path, workdir: Path) -> list[Path]:
     package with a line starting ``@NAME.register(`` when it is first listed
     (personalir.common.registry), so those modules are code the job runs too.
     """
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: list[Path] = []
-    for node in ast.walk(tree):
+    for package, symbol in _registries_of(_stamp(path)):
+        marker = re.compile(rf"^@{re.escape(symbol)}\.register\(", re.M)
+        folder = workdir / "src" / Path(*package.split("."))
+        found += [f for f in sorted(folder.glob("*.py")) if marker.search(_parsed(_stamp(f))[0])]
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _registries_of(stamp: tuple[str, int, int]) -> tuple[tuple[str, str], ...]:
+    """``(package, symbol)`` of each discovering ``Registry(...)`` a module creates."""
+    found = []
+    for node in ast.walk(_parsed(stamp)[1]):
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Registry"):
             continue
         kw = {k.arg: k.value for k in node.keywords}
         package, symbol = kw.get("package"), kw.get("symbol")
-        if not (isinstance(package, ast.Constant) and isinstance(symbol, ast.Constant)):
-            continue
-        marker = re.compile(rf"^@{re.escape(symbol.value)}\.register\(", re.M)
-        folder = workdir / "src" / Path(*package.value.split("."))
-        found += [
-            f for f in sorted(folder.glob("*.py")) if marker.search(f.read_text(encoding="utf-8"))
-        ]
-    return found
+        if isinstance(package, ast.Constant) and isinstance(symbol, ast.Constant):
+            found.append((package.value, symbol.value))
+    return tuple(found)
 
 
 def code_deps(script: str, workdir: str | Path) -> list[str]:
