@@ -54,6 +54,7 @@ from the items file stops with ``path:line: reason``. Impressed items are only t
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections import Counter, defaultdict
@@ -438,30 +439,11 @@ def load_kuaisearch(
 
 
 def kuaisearch_examples(
-    *,
-    data_dir: str | Path,
-    domain: str = "KuaiSearch",
-    items: str | Path = "items_lite",
-    recall: str | Path = "recall_lite",
-    split_map: Mapping[str, str] | None = None,
-    max_sessions: int | None = None,
-    max_history: int | None = None,
-    items_scope: str = "all",
-    label: str = "KuaiSearch",
-    log: Callable[[str], None] | None = None,
-    **_: object,
+    *, log: Callable[[str], None] | None = None, **options: object
 ) -> tuple[list[Example], ItemCorpus]:
-    """The ``kuaisearch`` example source: :func:`load_kuaisearch`, its counts logged."""
-    loaded = load_kuaisearch(
-        data_dir=data_dir,
-        domain=domain,
-        items=items,
-        recall=recall,
-        split_map=split_map,
-        max_sessions=max_sessions,
-        max_history=max_history,
-        items_scope=items_scope,
-        label=label,
-    )
+    """The ``kuaisearch`` example source: :func:`load_kuaisearch` with its options (others,
+    meant for other sources, are ignored, as every source does), its counts logged."""
+    known = inspect.signature(load_kuaisearch).parameters
+    loaded = load_kuaisearch(**{k: v for k, v in options.items() if k in known})
     (log or LOG.info)(loaded.stats.summary())
     return loaded.examples, loaded.corpus
