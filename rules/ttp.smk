@@ -331,6 +331,63 @@ rule ttp_run:
         " > {log} 2>&1"
 
 
+rule ttp_relevance_pairs:
+    """One set's Relevance set: graded (query, item) pairs, built or read from a file."""
+    input:
+        unpack(lambda w: ttp_wf.relevance_pair_inputs(config, w.ttp_set)),
+    output:
+        pairs=results("ttp", "{ttp_set}", "relevance", "pairs.jsonl"),
+        report=results("ttp", "{ttp_set}", "relevance", "pairs.report.json"),
+    params:
+        ttp=params_json("ttp", keys=("relevance_test",)),
+        sources=lambda w, input: " ".join(f"--{k} {v}" for k, v in dict(input).items()),
+        seed=config["seed"],
+    log:
+        logs("ttp", "relevance_pairs_{ttp_set}.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_relevance_pairs.py {params.sources}"
+        " --params {params.ttp:q} --seed {params.seed}"
+        " --pairs {output.pairs} --report {output.report} > {log} 2>&1"
+
+
+rule ttp_relevance:
+    """One method's history-free scores of the Relevance pairs and their Spearman."""
+    input:
+        unpack(lambda w: ttp_wf.run_inputs(config, w.method, w.ttp_set)),
+        pairs=results("ttp", "{ttp_set}", "relevance", "pairs.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+        # after the method's run, whose item encodings it reads from the cache
+        run_info=results("ttp", "{ttp_set}", "runs", "{method}.info.json"),
+    output:
+        results("ttp", "{ttp_set}", "relevance", "{method}.json"),
+    params:
+        ttp=lambda w: ttp_wf.run_params(config, w.method),
+        models=lambda w: compact_json(ttp_wf.run_models(config, w.method)),
+        seed=config["seed"],
+        model_cache=GGUF_CACHE,
+        encoding_cache=results("ttp", "encodings"),
+    log:
+        logs("ttp", "relevance_{ttp_set}_{method}.log"),
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    threads: lambda w: ttp_wf.run_threads(config, w.method)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_relevance.py --method {wildcards.method}"
+        " --pairs {input.pairs} --items {input.corpus} --models {params.models:q}"
+        " --seed {params.seed} --threads {threads} --params {params.ttp:q}"
+        " --model-cache {params.model_cache:q} --encoding-cache {params.encoding_cache:q}"
+        " --output {output} > {log} 2>&1"
+
+
 rule ttp_evaluate:
     """Measures per query (ir_measures), means with bootstrap CIs, the methods' labels."""
     input:
@@ -375,6 +432,11 @@ rule ttp_table:
         summary=results("ttp", "summary.parquet"),
         labels=results("ttp", "labels.json"),
         paper=TTP["paper_reference"] or [],
+        relevance=expand(
+            results("ttp", "{ttp_set}", "relevance", "{method}.json"),
+            ttp_set=TTP_SETS,
+            method=ttp_wf.relevance_methods(config),
+        ),
     output:
         csv=results("ttp", "table4.csv"),
         tex=generated("ttp_table4.tex"),
@@ -392,7 +454,7 @@ rule ttp_table:
     shell:
         "python -u workflow_scripts/ttp_table.py --summary {input.summary}"
         " --labels {input.labels} --params {params.ttp:q} --label {params.label:q}"
-        " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+        " --relevance {input.relevance} --csv {output.csv} --tex {output.tex} > {log} 2>&1"
 
 
 rule ttp_ablations:

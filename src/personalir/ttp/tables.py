@@ -22,6 +22,8 @@ from personalir.common.latex import dataframe_to_latex
 
 TEST_SETS = ("General", "Broad", "LongTail", "All")
 TABLE_MEASURES = ("Recall@10", "Recall@20", "Recall@100", "MRR@100")
+# Table 4's last column: Spearman on the history-free Relevance set (personalir.ttp.relevance_eval).
+RELEVANCE_SET, RELEVANCE_MEASURE = "Relevance", "Spearman"
 # Our method names whose paper row has another key in the paper-results file's ``table4``.
 PAPER_KEYS = {"ttp": "ttp_sft", "ttp_rl": "ttp_sft_rl"}
 
@@ -54,8 +56,13 @@ def table4(
     measures: Sequence[str] = TABLE_MEASURES,
     paper: Mapping | None = None,
     domain: str = "All",
+    relevance: Mapping[str, float | None] | None = None,
 ) -> pd.DataFrame:
-    """Long-format values -> one row per method, columns ``<test set> <measure>``."""
+    """Long-format values -> one row per method, columns ``<test set> <measure>``.
+
+    ``relevance``: method -> Spearman on the Relevance set (the ``Relevance Spearman``
+    column, last; a method without a value prints as missing). None: no such column.
+    """
     sub = summary[summary["domain"] == domain]
     present = [t for t in test_sets if t in set(sub["label"])]
     rows = []
@@ -71,6 +78,15 @@ def table4(
                 )
                 ref = ((paper or {}).get(method) or {}).get(t) or {}
                 row[f"{t} {m} paper"] = float(ref[m]) if m in ref else float("nan")
+        if relevance is not None:
+            value = relevance.get(method)
+            col = f"{RELEVANCE_SET} {RELEVANCE_MEASURE}"
+            row[col] = float("nan") if value is None else float(value)
+            row[f"{col} ci_low"] = row[f"{col} ci_high"] = float("nan")
+            ref = ((paper or {}).get(method) or {}).get(RELEVANCE_SET) or {}
+            row[f"{col} paper"] = (
+                float(ref[RELEVANCE_MEASURE]) if RELEVANCE_MEASURE in ref else float("nan")
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -114,6 +130,20 @@ def table4_latex(table: pd.DataFrame, *, caption: str, label: str, with_paper: b
     )
 
 
+def relevance_values(paths: Sequence[str | Path]) -> dict[str, float | None]:
+    """Method -> Spearman from the ``ttp_relevance`` outputs; with several example sets, the
+    mean of the sets' values (pairs of different sets are never pooled)."""
+    from personalir.common.io import read_json
+
+    per_method: dict[str, list[float]] = {}
+    for path in paths:
+        rec = read_json(path)
+        per_method.setdefault(rec["method"], [])
+        if rec["spearman"] is not None:
+            per_method[rec["method"]].append(float(rec["spearman"]))
+    return {m: (sum(v) / len(v) if v else None) for m, v in per_method.items()}
+
+
 def make_table(
     *,
     summary_path: str | Path,
@@ -122,6 +152,7 @@ def make_table(
     config_label: str,
     csv_out: str | Path,
     tex_out: str | Path,
+    relevance_paths: Sequence[str | Path] = (),
 ) -> pd.DataFrame:
     import yaml
 
@@ -129,12 +160,25 @@ def make_table(
     paper = None
     if ttp["paper_reference"]:
         paper = yaml.safe_load(Path(ttp["paper_reference"]).read_text(encoding="utf-8"))
-    table = table4(summary, table4_methods(ttp["methods"]), labels, paper=paper_table4(paper))
+    relevance = relevance_values(relevance_paths) if relevance_paths else None
+    table = table4(
+        summary,
+        table4_methods(ttp["methods"]),
+        labels,
+        paper=paper_table4(paper),
+        relevance=relevance,
+    )
     with atomic_open(csv_out) as fh:
         table.to_csv(fh, index=False, float_format="%.4f")
     caption = (
         f"Personalised retrieval on the {config_label} configuration (Table 4 layout; "
-        "mean over example sets' test queries, pooled). "
+        "mean over example sets' test queries, pooled"
+        + (
+            "; Relevance: Spearman of history-free scores with graded labels, ours as a "
+            "correlation, the paper's x 100). "
+            if relevance is not None
+            else "). "
+        )
         + (
             "Paper values beside ours."
             if paper

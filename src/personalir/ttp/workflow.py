@@ -235,3 +235,35 @@ def sft_threads(config: Mapping) -> int:
 def run_threads(config: Mapping, method: str) -> int:
     """CPU threads of a method's run: SFT's for the generating methods, one for the others."""
     return sft_threads(config) if method_class(method).generates_text else 1
+
+
+# --------------------------------------------------------------------------- Relevance
+def relevance_methods(config: Mapping) -> list[str]:
+    """The methods of Table 4's Relevance column (``ttp.relevance_test.methods``), each of
+    which must be an evaluated method (``ttp.methods``)."""
+    ttp = config["ttp"]
+    methods = list(ttp["relevance_test"]["methods"])
+    unknown = [m for m in methods if m not in ttp["methods"]]
+    if unknown:
+        raise ValueError(
+            f"ttp.relevance_test.methods {unknown} are not in ttp.methods; add them there"
+        )
+    return methods
+
+
+def relevance_pair_inputs(config: Mapping, example_set: str) -> dict[str, str]:
+    """Inputs of ``ttp_relevance_pairs``: a configured Relevance file, else what the sample
+    world's set is built from (its examples and planted product types)."""
+    res = config["results_dir"]
+    configured = config["ttp"]["relevance_test"]["file"]
+    if configured:
+        return {"file": configured}
+    if config["ttp"]["source"] != "sample_world":
+        raise ValueError(
+            "ttp.relevance_test.file is null: a Relevance set is built only from the sample "
+            f"world (ttp.source is {config['ttp']['source']!r}); configure a file"
+        )
+    return {
+        "examples": f"{res}/ttp/{example_set}/examples.jsonl",
+        "truth": f"{res}/sample_world/{example_set}/planted_truth.json",
+    }
