@@ -191,3 +191,107 @@ def make_table(
         table4_latex(table, caption=caption, label="tab:ttp-table4", with_paper=paper is not None),
     )
     return table
+
+
+# --------------------------------------------------------------------------- Table 8
+TABLE8_SETS = ("General", "Broad", "LongTail")
+TABLE8_MEASURE = "Recall@20"
+# Our student variant -> the paper's Table 8 row key.
+PAPER_TABLE8_ROWS = {
+    "full": "student_305m",
+    "no_qr_p": "student_no_qr_p",
+    "no_q_qr": "student_no_q_qr",
+    "no_qr_p_no_q_qr": "student_no_qr_p_no_q_qr",
+}
+PAPER_TABLE8_TEACHER = "teacher_ttp_3b"
+
+
+def table8(
+    summary: pd.DataFrame,
+    rows: Sequence[tuple[str, str, str]],
+    *,
+    paper: Mapping | None = None,
+    domain: str = "All",
+) -> pd.DataFrame:
+    """The paper's Table 8 layout: Recall@20 per test set and their unweighted mean (Avg).
+
+    ``rows``: (method, row label, the paper's row key) in order, the teacher first; the CSV
+    carries each cell's CI bounds and the paper's value (``paper``: its ``table8.rows``).
+    """
+    sub = summary[(summary["domain"] == domain) & (summary["measure"] == TABLE8_MEASURE)]
+    out = []
+    for method, label, paper_key in rows:
+        row = {"Method": label}
+        values = []
+        ref = ((paper or {}).get(paper_key)) or {}
+        for t in TABLE8_SETS:
+            hit = sub[(sub["method"] == method) & (sub["label"] == t)]
+            value = float(hit["value"].iloc[0]) if len(hit) else float("nan")
+            values.append(value)
+            row[t] = value
+            row[f"{t} ci_low"] = float(hit["ci_low"].iloc[0]) if len(hit) else float("nan")
+            row[f"{t} ci_high"] = float(hit["ci_high"].iloc[0]) if len(hit) else float("nan")
+            row[f"{t} paper"] = float(ref[t]) if t in ref else float("nan")
+        row["Avg"] = float(sum(values) / len(values))
+        row["Avg paper"] = float(ref["Avg"]) if "Avg" in ref else float("nan")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def make_table8(
+    *,
+    summary_path: str | Path,
+    ttp: Mapping,
+    labels: Mapping[str, str],
+    config_label: str,
+    csv_out: str | Path,
+    tex_out: str | Path,
+) -> pd.DataFrame:
+    import yaml
+
+    from personalir.ttp.student import method_name
+
+    summary = read_parquet(summary_path)
+    paper = None
+    if ttp["paper_reference"]:
+        doc = yaml.safe_load(Path(ttp["paper_reference"]).read_text(encoding="utf-8"))
+        paper = ((doc or {}).get("table8") or {}).get("rows")
+    teacher = ttp["student"]["teacher"]
+    rows = [(teacher, f"Teacher: {labels.get(teacher, teacher)}", PAPER_TABLE8_TEACHER)]
+    for variant, key in PAPER_TABLE8_ROWS.items():
+        method = method_name(variant)
+        if method in ttp["methods"]:
+            rows.append((method, labels.get(method, method), key))
+    table = table8(summary, rows, paper=paper)
+    with atomic_open(csv_out) as fh:
+        table.to_csv(fh, index=False, float_format="%.4f")
+    shown = ["Method"]
+    for c in (*TABLE8_SETS, "Avg"):
+        shown += [c] + ([f"{c} paper"] if paper else [])
+    out = table[shown]
+    column_labels = ["Method"] + [c.replace(" paper", " (paper)") for c in shown[1:]]
+    bold = {}
+    for c in (*TABLE8_SETS, "Avg"):
+        students = table[c].iloc[1:]
+        if students.notna().any():
+            bold[(int(students.idxmax()), c)] = True
+    caption = (
+        f"The distilled student on the {config_label} configuration (Table 8 layout): "
+        "Recall@20 per test set and their mean; the teacher first, then the student trained "
+        r"with all three terms and without $\langle q_r,p^+\rangle$, $\langle q,q_r\rangle$ or"
+        " both; best student bold."
+        + (" Paper values (x 100) beside ours." if paper else "")
+    )
+    write_text(
+        tex_out,
+        dataframe_to_latex(
+            out,
+            caption=caption,
+            label="tab:ttp-table8",
+            floatfmt=".3f",
+            bold=bold,
+            column_labels=column_labels,
+            fit_width=True,
+        ),
+    )
+    return table
