@@ -16,22 +16,7 @@ from personalir.ttp.student import method_name
 from personalir.ttp.tables import table8
 from tests.fixtures import models as tm
 
-WORDS = [
-    "red",
-    "blue",
-    "capo",
-    "strap",
-    "guitar",
-    "bass",
-    "drum",
-    "stick",
-    "pick",
-    "tuner",
-    "cable",
-    "pedal",
-    "query",
-    "history",
-]
+WORDS = ("red blue capo strap guitar bass drum stick pick tuner cable pedal query history").split()  # noqa: SIM905
 
 
 @pytest.fixture(scope="module")
