@@ -19,6 +19,7 @@ wildcard_constraints:
     method="|".join(TTP_METHODS),
     variant="dense|history_aware|decoupled",
     rl_variant="|".join(TTP_RL_VARIANTS) or "(?!)",
+    student_variant="|".join(ttp_wf.student_variants(config)) or "(?!)",
 
 
 rule ttp_examples:
@@ -297,6 +298,64 @@ rule ttp_dense_ft:
         " --report {output.report} > {log} 2>&1"
 
 
+rule ttp_teacher_rewrites:
+    """The student's teacher (`ttp.student.teacher`) rewrites every example of one set."""
+    input:
+        backbone=results("ttp", "backbone", "config.json"),
+        backbone_weights=results("ttp", "backbone", "model.safetensors"),
+        adapter=lambda w: ttp_wf.teacher_adapter(config) + "/adapter_config.json",
+        adapter_weights=lambda w: ttp_wf.teacher_adapter(config) + "/adapter_model.safetensors",
+        examples=results("ttp", "{ttp_set}", "examples.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+    output:
+        rewrites=results("ttp", "{ttp_set}", "teacher_rewrites.json"),
+    params:
+        ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference")),
+    log:
+        logs("ttp", "teacher_rewrites_{ttp_set}.log"),
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    threads: ttp_wf.sft_threads(config)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_rewrites.py --backbone $(dirname {input.backbone})"
+        " --adapter $(dirname {input.adapter}) --examples {input.examples}"
+        " --items {input.corpus} --threads {threads} --params {params.ttp:q}"
+        " --output {output.rewrites} > {log} 2>&1"
+
+
+rule ttp_student:
+    """One Table 8 variant of the distilled student: a bi-encoder trained on the original
+    view, the teacher's intent-enhanced view and the purchased item (`{student_variant}`)."""
+    input:
+        examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
+        rewrites=expand(results("ttp", "{ttp_set}", "teacher_rewrites.json"), ttp_set=TTP_SETS),
+        corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
+    output:
+        model=results("ttp", "student", "{student_variant}", "config.json"),
+        weights=temp(results("ttp", "student", "{student_variant}", "model.safetensors")),
+        report=results("ttp", "student", "{student_variant}.report.json"),
+    params:
+        ttp=params_json("ttp", keys=("student", "items", "selection")),
+        seed=config["seed"],
+    log:
+        logs("ttp", "student_{student_variant}.log"),
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_student.py --variant {wildcards.student_variant}"
+        " --examples {input.examples} --rewrites {input.rewrites} --items {input.corpus}"
+        " --seed {params.seed} --threads {threads} --params {params.ttp:q}"
+        " --model {output.model} --weights {output.weights}"
+        " --report {output.report} > {log} 2>&1"
+
+
 rule ttp_run:
     """One method's run (TREC) on one example set's test queries, and what it produced."""
     input:
@@ -329,6 +388,63 @@ rule ttp_run:
         " --params {params.ttp:q} --run {output.run} --info {output.info}"
         " --model-cache {params.model_cache:q} --encoding-cache {params.encoding_cache:q}"
         " > {log} 2>&1"
+
+
+rule ttp_relevance_pairs:
+    """One set's Relevance set: graded (query, item) pairs, built or read from a file."""
+    input:
+        unpack(lambda w: ttp_wf.relevance_pair_inputs(config, w.ttp_set)),
+    output:
+        pairs=results("ttp", "{ttp_set}", "relevance", "pairs.jsonl"),
+        report=results("ttp", "{ttp_set}", "relevance", "pairs.report.json"),
+    params:
+        ttp=params_json("ttp", keys=("relevance_test",)),
+        sources=lambda w, input: " ".join(f"--{k} {v}" for k, v in dict(input).items()),
+        seed=config["seed"],
+    log:
+        logs("ttp", "relevance_pairs_{ttp_set}.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_relevance_pairs.py {params.sources}"
+        " --params {params.ttp:q} --seed {params.seed}"
+        " --pairs {output.pairs} --report {output.report} > {log} 2>&1"
+
+
+rule ttp_relevance:
+    """One method's history-free scores of the Relevance pairs and their Spearman."""
+    input:
+        unpack(lambda w: ttp_wf.run_inputs(config, w.method, w.ttp_set)),
+        pairs=results("ttp", "{ttp_set}", "relevance", "pairs.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+        # after the method's run, whose item encodings it reads from the cache
+        run_info=results("ttp", "{ttp_set}", "runs", "{method}.info.json"),
+    output:
+        results("ttp", "{ttp_set}", "relevance", "{method}.json"),
+    params:
+        ttp=lambda w: ttp_wf.run_params(config, w.method),
+        models=lambda w: compact_json(ttp_wf.run_models(config, w.method)),
+        seed=config["seed"],
+        model_cache=GGUF_CACHE,
+        encoding_cache=results("ttp", "encodings"),
+    log:
+        logs("ttp", "relevance_{ttp_set}_{method}.log"),
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    threads: lambda w: ttp_wf.run_threads(config, w.method)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_relevance.py --method {wildcards.method}"
+        " --pairs {input.pairs} --items {input.corpus} --models {params.models:q}"
+        " --seed {params.seed} --threads {threads} --params {params.ttp:q}"
+        " --model-cache {params.model_cache:q} --encoding-cache {params.encoding_cache:q}"
+        " --output {output} > {log} 2>&1"
 
 
 rule ttp_evaluate:
@@ -375,6 +491,11 @@ rule ttp_table:
         summary=results("ttp", "summary.parquet"),
         labels=results("ttp", "labels.json"),
         paper=TTP["paper_reference"] or [],
+        relevance=expand(
+            results("ttp", "{ttp_set}", "relevance", "{method}.json"),
+            ttp_set=TTP_SETS,
+            method=ttp_wf.relevance_methods(config),
+        ),
     output:
         csv=results("ttp", "table4.csv"),
         tex=generated("ttp_table4.tex"),
@@ -391,6 +512,32 @@ rule ttp_table:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_table.py --summary {input.summary}"
+        " --labels {input.labels} --params {params.ttp:q} --label {params.label:q}"
+        " --relevance {input.relevance} --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+
+
+rule ttp_table8:
+    """The distilled student's Table 8 (teacher and student variants, Recall@20)."""
+    input:
+        summary=results("ttp", "summary.parquet"),
+        labels=results("ttp", "labels.json"),
+        paper=TTP["paper_reference"] or [],
+    output:
+        csv=results("ttp", "table8.csv"),
+        tex=generated("ttp_table8.tex"),
+    params:
+        ttp=params_json("ttp", keys=("methods", "student", "paper_reference")),
+        label=config["label"],
+    log:
+        logs("ttp", "table8.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_table8.py --summary {input.summary}"
         " --labels {input.labels} --params {params.ttp:q} --label {params.label:q}"
         " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
 
@@ -483,6 +630,8 @@ if TTP["enabled"]:
             results("ttp", "table4.csv"),
             generated("ttp_table4.tex"),
             generated("ttp_sft_loss.pdf"),
+            results("ttp", "table8.csv"),
+            generated("ttp_table8.tex"),
         ]
     )
     if TTP_RL_VARIANTS:

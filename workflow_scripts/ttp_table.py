@@ -12,6 +12,9 @@ def main() -> None:
     ap.add_argument("--labels", required=True, help="labels.json of ttp_evaluate")
     ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
     ap.add_argument("--label", required=True, help="configuration label for the caption")
+    ap.add_argument(
+        "--relevance", nargs="*", default=[], help="ttp_relevance outputs (Relevance column)"
+    )
     ap.add_argument("--csv", required=True)
     ap.add_argument("--tex", required=True)
     args = ap.parse_args()
@@ -24,6 +27,7 @@ def main() -> None:
         config_label=args.label,
         csv_out=args.csv,
         tex_out=args.tex,
+        relevance_paths=args.relevance,
     )
     log.info("\n%s", table.to_string())
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -146,10 +147,16 @@ def test_stage_outputs(ttp_run):
     no_q = json.loads(
         (res / "ttp/Musical_Instruments/runs/ttp_rl_no_intent_q.info.json").read_text()
     )
-    # w/o Intent-Q reads the item encodings of the run with its adapter (the cache)
-    assert no_q["encoding_cache"] == {"hits": 1, "misses": 0, "recomputed": 0}
-    rl_info = json.loads((res / "ttp/Musical_Instruments/runs/ttp_rl.info.json").read_text())
-    assert rl_info["encoding_cache"]["misses"] == 1
+    # w/o Intent-Q reads the item encodings of the run with its adapter (the cache); hits
+    # and misses are run facts, in the rule's log
+    from personalir.common.runfacts import run_facts
+
+    facts = run_facts(res / "logs")
+    runs = {Path(k).name: v for k, v in facts.items() if "/runs/" in k}
+    assert no_q["encoding_cache"] == {"recomputed": 0}
+    assert runs["ttp_rl_no_intent_q.info.json"]["encoding_cache.hits_this_run"] == 1
+    assert runs["ttp_rl_no_intent_q.info.json"]["encoding_cache.misses_this_run"] == 0
+    assert runs["ttp_rl.info.json"]["encoding_cache.misses_this_run"] == 1
     # w/o Intent-Q: no generation, the query itself in the rewrite's place
     queries = {e["example_id"]: e["query"] for e in test}
     for qid, r in no_q["rewrites"].items():

@@ -155,6 +155,8 @@ def test_registry_enums_are_the_registries_names():
         "queries/pairs/prefer_backends/items": "personalir.queries.backends:BACKENDS",
         "retrieval/metrics/pqb/items": "personalir.retrieval.metrics:METRICS",
         "ttp/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
+        "ttp/relevance_test/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
+        "ttp/student/teacher": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
         "validation/judge/dimensions/items": "personalir.validation.dimensions:DIMENSIONS",
     }
     for node in marked.values():

@@ -44,7 +44,11 @@ def test_dense_entries_round_trip_and_count_hits(tmp_path):
 
     first = cache.dense(KEY, ["a", "b"], compute)
     second = cache.dense(KEY, ["a", "b"], compute)
-    assert len(calls) == 1 and cache.stats() == {"hits": 1, "misses": 1, "recomputed": 0}
+    assert len(calls) == 1 and cache.stats() == {
+        "hits_this_run": 1,
+        "misses_this_run": 1,
+        "recomputed": 0,
+    }
     np.testing.assert_array_equal(first, second)
     assert second.dtype == np.float32
     # the entry and its checksum; no temporary file left
@@ -77,7 +81,11 @@ def test_a_damaged_entry_is_recomputed(tmp_path):
     path = cache.path(KEY, ["a"], ".npy")
     path.write_bytes(b"not an array")
     value = cache.dense(KEY, ["a"], lambda: np.ones((1, 2), dtype=np.float32))
-    assert value.shape == (1, 2) and cache.stats() == {"hits": 0, "misses": 1, "recomputed": 1}
+    assert value.shape == (1, 2) and cache.stats() == {
+        "hits_this_run": 0,
+        "misses_this_run": 1,
+        "recomputed": 1,
+    }
     np.testing.assert_array_equal(np.load(path), value)
 
 
@@ -108,7 +116,7 @@ def test_a_corrupted_entry_is_never_served(tmp_path, kind):
     fresh = EncodingCache(tmp_path)
     value = fresh.dense(KEY, ["a", "b"], lambda: good.copy())
     np.testing.assert_array_equal(value, good)
-    assert fresh.stats() == {"hits": 0, "misses": 1, "recomputed": 1}
+    assert fresh.stats() == {"hits_this_run": 0, "misses_this_run": 1, "recomputed": 1}
     # and it was repaired: the next read is a verified hit
     again = EncodingCache(tmp_path)
     np.testing.assert_array_equal(
@@ -139,11 +147,23 @@ def test_the_fused_run_reads_its_members_encodings_and_ranks_the_same(tiny, tmp_
         member = kind(model, settings=settings)
         member.index(CORPUS)
         member.rank(QUERIES, 5)
-        assert member.encoder.cache.stats() == {"hits": 0, "misses": 2, "recomputed": 0}
+        assert member.encoder.cache.stats() == {
+            "hits_this_run": 0,
+            "misses_this_run": 2,
+            "recomputed": 0,
+        }
 
     fused, shared = _fused(tiny, settings)
-    assert fused.dense.encoder.cache.stats() == {"hits": 2, "misses": 0, "recomputed": 0}
-    assert fused.sparse.encoder.cache.stats() == {"hits": 2, "misses": 0, "recomputed": 0}
+    assert fused.dense.encoder.cache.stats() == {
+        "hits_this_run": 2,
+        "misses_this_run": 0,
+        "recomputed": 0,
+    }
+    assert fused.sparse.encoder.cache.stats() == {
+        "hits_this_run": 2,
+        "misses_this_run": 0,
+        "recomputed": 0,
+    }
     _, alone = _fused(tiny, dataclasses.replace(settings, encoding_cache=None))
     assert shared == alone
 
@@ -153,7 +173,11 @@ def test_another_setting_does_not_read_the_entry(tiny, tmp_path):
     DenseRetriever(tiny["dense"], settings=settings).index(CORPUS)
     other = DenseRetriever(tiny["dense"], params={"max_length": 8}, settings=settings)
     other.index(CORPUS)
-    assert other.encoder.cache.stats() == {"hits": 0, "misses": 1, "recomputed": 0}
+    assert other.encoder.cache.stats() == {
+        "hits_this_run": 0,
+        "misses_this_run": 1,
+        "recomputed": 0,
+    }
 
 
 def _retrieval(**extra):

@@ -76,16 +76,20 @@ STAGE_PATTERNS = {
         "retrieval/summary.csv",
         "retrieval/table_*.csv",
     ],
-    # Examples, SFT rows, every method's run file (the RL variants' and the ablations'
-    # included), Tables 4, 6, 7, Figure 5 and the ablation claims (the search log they start
-    # from is the sample world's, pinned with the data stage).
+    # Examples, SFT rows, every method's run file (the RL variants', the ablations' and the
+    # students' included), the Relevance pairs and each method's Spearman, Tables 4, 6, 7
+    # and 8, Figure 5 and the ablation claims (the search log they start from is the sample
+    # world's, pinned with the data stage).
     "ttp": [
         "ttp/*/examples.jsonl",
         "ttp/*/sft.jsonl",
         "ttp/*/runs/*.trec",
+        "ttp/*/relevance/pairs.jsonl",
+        "ttp/*/relevance/*.json",
         "ttp/table4.csv",
         "ttp/table6.csv",
         "ttp/table7.csv",
+        "ttp/table8.csv",
         "ttp/figure5.csv",
         "ttp/ablations/claims.json",
     ],

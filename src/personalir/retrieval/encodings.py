@@ -132,7 +132,13 @@ class EncodingCache:
         return value
 
     def stats(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses, "recomputed": self.recomputed}
+        """Damaged entries recomputed, and this run's hits and misses: those depend on what
+        earlier jobs left in the cache, so written reports leave them to the rule's log."""
+        return {
+            "hits_this_run": self.hits,
+            "misses_this_run": self.misses,
+            "recomputed": self.recomputed,
+        }
 
 
 def _checksum_path(path: Path) -> Path:

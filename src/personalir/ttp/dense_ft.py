@@ -55,11 +55,17 @@ def fine_tune(
     variant: str,
     validation: Sequence[tuple] = (),
     measure: str = "MRR@100",
+    rewrites: Sequence[str] | None = None,
+    terms: Sequence[str] | None = None,
     log=print,
 ) -> dict:
     """Fine-tune and save; with ``validation`` (per example set: validation examples, their
     query texts, the pool's item ids and texts) the epoch that ranks the validation targets
-    best by ``measure`` is kept (the earlier among equals), as for TTP's SFT."""
+    best by ``measure`` is kept (the earlier among equals), as for TTP's SFT.
+
+    ``terms`` (with ``rewrites``, one intent-enhanced text per query): train with the
+    distilled student's objective instead (:func:`personalir.ttp.distill.distillation_loss`,
+    equal weights); validation still ranks with the query texts alone."""
     import torch
     import torch.nn.functional as F
     from sentence_transformers import SentenceTransformer
@@ -69,6 +75,8 @@ def fine_tune(
 
     if not (len(queries) == len(items) == len(item_ids)) or not queries:
         raise ValueError("queries, items and item ids must be aligned and non-empty")
+    if terms is not None and (rewrites is None or len(rewrites) != len(queries)):
+        raise ValueError("the student's terms need one rewrite text per query")
     torch.manual_seed(derive_seed(seed, "dense_ft_torch", variant) % (2**63))
     model = SentenceTransformer(resolve_model(model_name).path, device="cpu")
     model.max_seq_length = settings.max_length
@@ -116,11 +124,20 @@ def fine_tune(
         rows = perm[k * settings.batch_size : (k + 1) * settings.batch_size].tolist()
         q = embed([queries[i] for i in rows])
         d = embed([items[i] for i in rows])
-        sims = q @ d.T / settings.temperature
         ids = [item_ids[i] for i in rows]
-        same = torch.tensor([[a == b for b in ids] for a in ids])
-        sims = sims.masked_fill(same & ~torch.eye(len(rows), dtype=torch.bool), float("-inf"))
-        loss = F.cross_entropy(sims, torch.arange(len(rows)))
+        if terms is None:
+            sims = q @ d.T / settings.temperature
+            same = torch.tensor([[a == b for b in ids] for a in ids])
+            sims = sims.masked_fill(same & ~torch.eye(len(rows), dtype=torch.bool), float("-inf"))
+            loss = F.cross_entropy(sims, torch.arange(len(rows)))
+        else:
+            from personalir.ttp.distill import distillation_loss
+
+            uses_qr = any(t in ("qr_p", "q_qr") for t in terms)
+            qr = embed([rewrites[i] for i in rows]) if uses_qr else None
+            loss, _ = distillation_loss(
+                q, qr, d, terms=terms, temperature=settings.temperature, item_ids=ids
+            )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -16,6 +16,35 @@ from personalir.common.io import write_json
 from personalir.ttp.data import ItemCorpus, item_fields, read_examples
 
 
+def method_context(
+    corpus: ItemCorpus,
+    ttp: Mapping,
+    models: Mapping[str, str],
+    *,
+    depth: int,
+    seed: int,
+    threads: int,
+    rewrites: Mapping[str, str] | None = None,
+    model_cache: str | None = None,
+    encoding_cache: str | None = None,
+):
+    """What a method's retriever is built with (a ``baselines.RetrievalContext``)."""
+    from personalir.ttp.baselines import RetrievalContext
+
+    return RetrievalContext(
+        corpus=corpus,
+        item_fields=item_fields(ttp),
+        max_features=int(ttp["items"]["max_features"]),
+        depth=depth,
+        seed=seed,
+        threads=threads,
+        models=dict(models),
+        rewrites=dict(rewrites or {}),
+        model_cache=model_cache or None,
+        encoding_cache=encoding_cache or None,
+    )
+
+
 def run_method(
     *,
     method: str,
@@ -35,7 +64,7 @@ def run_method(
     import torch
 
     from personalir.retrieval.runio import write_run
-    from personalir.ttp.baselines import PERSONAL_RETRIEVERS, RetrievalContext, build_retriever
+    from personalir.ttp.baselines import PERSONAL_RETRIEVERS, build_retriever
 
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
@@ -46,17 +75,16 @@ def run_method(
         from personalir.ttp.decoupled import read_rewrites
 
         rewrites = read_rewrites(rewrites_path)
-    ctx = RetrievalContext(
-        corpus=corpus,
-        item_fields=item_fields(ttp),
-        max_features=int(ttp["items"]["max_features"]),
+    ctx = method_context(
+        corpus,
+        ttp,
+        models,
         depth=int(ttp["depth"]),
         seed=seed,
         threads=threads,
-        models=dict(models),
         rewrites=rewrites,
-        model_cache=model_cache or None,
-        encoding_cache=encoding_cache or None,
+        model_cache=model_cache,
+        encoding_cache=encoding_cache,
     )
     params = PERSONAL_RETRIEVERS.get(method).params_from_config(ttp)
     retriever = build_retriever(method, ctx, params)
@@ -76,3 +104,69 @@ def run_method(
     write_json(info_out, info)
     log(f"{method}: {len(test)} queries in {elapsed:.1f}s")
     return info
+
+
+def relevance_method(
+    *,
+    method: str,
+    pairs_path: str | Path,
+    items_path: str | Path,
+    ttp: Mapping,
+    models: Mapping[str, str],
+    seed: int,
+    threads: int,
+    out: str | Path,
+    model_cache: str | None = None,
+    encoding_cache: str | None = None,
+    log=print,
+) -> dict:
+    """Rule ttp_relevance: one method's history-free Spearman on a Relevance set
+    (:mod:`personalir.ttp.relevance_eval`)."""
+    import torch
+
+    from personalir.ttp.baselines import PERSONAL_RETRIEVERS, build_retriever
+    from personalir.ttp.relevance_eval import (
+        relevance_examples,
+        relevance_of_ranking,
+        split_known,
+    )
+    from personalir.ttp.relevance_set import read_relevance_pairs
+
+    cls = PERSONAL_RETRIEVERS.get(method)
+    if cls.needs_rewrites:
+        raise ValueError(
+            f"{method}: reads the rewriter's rewrites of the test searches, which a Relevance "
+            "set does not have; remove it from ttp.relevance.methods"
+        )
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    corpus = ItemCorpus.read(items_path)
+    pairs, left_out = split_known(read_relevance_pairs(pairs_path), corpus.ids)
+    if not pairs:
+        raise ValueError(f"{pairs_path}: no pair's item is in {items_path}")
+    examples = relevance_examples(pairs, domain=Path(items_path).parent.name)
+    ctx = method_context(
+        corpus,
+        ttp,
+        models,
+        depth=len(corpus),  # every item scored
+        seed=seed,
+        threads=threads,
+        model_cache=model_cache,
+        encoding_cache=encoding_cache,
+    )
+    retriever = build_retriever(method, ctx, cls.params_from_config(ttp))
+    result = relevance_of_ranking(retriever.rank(examples), pairs)
+    report = {
+        "method": method,
+        "label": cls.label,
+        "uses_history": cls.uses_history,
+        "history": "none (every search has an empty history)",
+        "models": dict(models),
+        **result,
+        "pairs_item_not_in_corpus": left_out,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    write_json(out, report)
+    log(f"{method}: Spearman {result['spearman']} over {result['pairs']} pairs")
+    return report

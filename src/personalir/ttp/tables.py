@@ -22,6 +22,8 @@ from personalir.common.latex import dataframe_to_latex
 
 TEST_SETS = ("General", "Broad", "LongTail", "All")
 TABLE_MEASURES = ("Recall@10", "Recall@20", "Recall@100", "MRR@100")
+# Table 4's last column: Spearman on the history-free Relevance set (personalir.ttp.relevance_eval).
+RELEVANCE_SET, RELEVANCE_MEASURE = "Relevance", "Spearman"
 # Our method names whose paper row has another key in the paper-results file's ``table4``.
 PAPER_KEYS = {"ttp": "ttp_sft", "ttp_rl": "ttp_sft_rl"}
 
@@ -54,8 +56,13 @@ def table4(
     measures: Sequence[str] = TABLE_MEASURES,
     paper: Mapping | None = None,
     domain: str = "All",
+    relevance: Mapping[str, float | None] | None = None,
 ) -> pd.DataFrame:
-    """Long-format values -> one row per method, columns ``<test set> <measure>``."""
+    """Long-format values -> one row per method, columns ``<test set> <measure>``.
+
+    ``relevance``: method -> Spearman on the Relevance set (the ``Relevance Spearman``
+    column, last; a method without a value prints as missing). None: no such column.
+    """
     sub = summary[summary["domain"] == domain]
     present = [t for t in test_sets if t in set(sub["label"])]
     rows = []
@@ -71,6 +78,15 @@ def table4(
                 )
                 ref = ((paper or {}).get(method) or {}).get(t) or {}
                 row[f"{t} {m} paper"] = float(ref[m]) if m in ref else float("nan")
+        if relevance is not None:
+            value = relevance.get(method)
+            col = f"{RELEVANCE_SET} {RELEVANCE_MEASURE}"
+            row[col] = float("nan") if value is None else float(value)
+            row[f"{col} ci_low"] = row[f"{col} ci_high"] = float("nan")
+            ref = ((paper or {}).get(method) or {}).get(RELEVANCE_SET) or {}
+            row[f"{col} paper"] = (
+                float(ref[RELEVANCE_MEASURE]) if RELEVANCE_MEASURE in ref else float("nan")
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -114,6 +130,20 @@ def table4_latex(table: pd.DataFrame, *, caption: str, label: str, with_paper: b
     )
 
 
+def relevance_values(paths: Sequence[str | Path]) -> dict[str, float | None]:
+    """Method -> Spearman from the ``ttp_relevance`` outputs; with several example sets, the
+    mean of the sets' values (pairs of different sets are never pooled)."""
+    from personalir.common.io import read_json
+
+    per_method: dict[str, list[float]] = {}
+    for path in paths:
+        rec = read_json(path)
+        per_method.setdefault(rec["method"], [])
+        if rec["spearman"] is not None:
+            per_method[rec["method"]].append(float(rec["spearman"]))
+    return {m: (sum(v) / len(v) if v else None) for m, v in per_method.items()}
+
+
 def make_table(
     *,
     summary_path: str | Path,
@@ -122,6 +152,7 @@ def make_table(
     config_label: str,
     csv_out: str | Path,
     tex_out: str | Path,
+    relevance_paths: Sequence[str | Path] = (),
 ) -> pd.DataFrame:
     import yaml
 
@@ -129,12 +160,25 @@ def make_table(
     paper = None
     if ttp["paper_reference"]:
         paper = yaml.safe_load(Path(ttp["paper_reference"]).read_text(encoding="utf-8"))
-    table = table4(summary, table4_methods(ttp["methods"]), labels, paper=paper_table4(paper))
+    relevance = relevance_values(relevance_paths) if relevance_paths else None
+    table = table4(
+        summary,
+        table4_methods(ttp["methods"]),
+        labels,
+        paper=paper_table4(paper),
+        relevance=relevance,
+    )
     with atomic_open(csv_out) as fh:
         table.to_csv(fh, index=False, float_format="%.4f")
     caption = (
         f"Personalised retrieval on the {config_label} configuration (Table 4 layout; "
-        "mean over example sets' test queries, pooled). "
+        "mean over example sets' test queries, pooled"
+        + (
+            "; Relevance: Spearman of history-free scores with graded labels, ours as a "
+            "correlation, the paper's x 100). "
+            if relevance is not None
+            else "). "
+        )
         + (
             "Paper values beside ours."
             if paper
@@ -145,5 +189,109 @@ def make_table(
     write_text(
         tex_out,
         table4_latex(table, caption=caption, label="tab:ttp-table4", with_paper=paper is not None),
+    )
+    return table
+
+
+# --------------------------------------------------------------------------- Table 8
+TABLE8_SETS = ("General", "Broad", "LongTail")
+TABLE8_MEASURE = "Recall@20"
+# Our student variant -> the paper's Table 8 row key.
+PAPER_TABLE8_ROWS = {
+    "full": "student_305m",
+    "no_qr_p": "student_no_qr_p",
+    "no_q_qr": "student_no_q_qr",
+    "no_qr_p_no_q_qr": "student_no_qr_p_no_q_qr",
+}
+PAPER_TABLE8_TEACHER = "teacher_ttp_3b"
+
+
+def table8(
+    summary: pd.DataFrame,
+    rows: Sequence[tuple[str, str, str]],
+    *,
+    paper: Mapping | None = None,
+    domain: str = "All",
+) -> pd.DataFrame:
+    """The paper's Table 8 layout: Recall@20 per test set and their unweighted mean (Avg).
+
+    ``rows``: (method, row label, the paper's row key) in order, the teacher first; the CSV
+    carries each cell's CI bounds and the paper's value (``paper``: its ``table8.rows``).
+    """
+    sub = summary[(summary["domain"] == domain) & (summary["measure"] == TABLE8_MEASURE)]
+    out = []
+    for method, label, paper_key in rows:
+        row = {"Method": label}
+        values = []
+        ref = ((paper or {}).get(paper_key)) or {}
+        for t in TABLE8_SETS:
+            hit = sub[(sub["method"] == method) & (sub["label"] == t)]
+            value = float(hit["value"].iloc[0]) if len(hit) else float("nan")
+            values.append(value)
+            row[t] = value
+            row[f"{t} ci_low"] = float(hit["ci_low"].iloc[0]) if len(hit) else float("nan")
+            row[f"{t} ci_high"] = float(hit["ci_high"].iloc[0]) if len(hit) else float("nan")
+            row[f"{t} paper"] = float(ref[t]) if t in ref else float("nan")
+        row["Avg"] = float(sum(values) / len(values))
+        row["Avg paper"] = float(ref["Avg"]) if "Avg" in ref else float("nan")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def make_table8(
+    *,
+    summary_path: str | Path,
+    ttp: Mapping,
+    labels: Mapping[str, str],
+    config_label: str,
+    csv_out: str | Path,
+    tex_out: str | Path,
+) -> pd.DataFrame:
+    import yaml
+
+    from personalir.ttp.student import method_name
+
+    summary = read_parquet(summary_path)
+    paper = None
+    if ttp["paper_reference"]:
+        doc = yaml.safe_load(Path(ttp["paper_reference"]).read_text(encoding="utf-8"))
+        paper = ((doc or {}).get("table8") or {}).get("rows")
+    teacher = ttp["student"]["teacher"]
+    rows = [(teacher, f"Teacher: {labels.get(teacher, teacher)}", PAPER_TABLE8_TEACHER)]
+    for variant, key in PAPER_TABLE8_ROWS.items():
+        method = method_name(variant)
+        if method in ttp["methods"]:
+            rows.append((method, labels.get(method, method), key))
+    table = table8(summary, rows, paper=paper)
+    with atomic_open(csv_out) as fh:
+        table.to_csv(fh, index=False, float_format="%.4f")
+    shown = ["Method"]
+    for c in (*TABLE8_SETS, "Avg"):
+        shown += [c] + ([f"{c} paper"] if paper else [])
+    out = table[shown]
+    column_labels = ["Method"] + [c.replace(" paper", " (paper)") for c in shown[1:]]
+    bold = {}
+    for c in (*TABLE8_SETS, "Avg"):
+        students = table[c].iloc[1:]
+        if students.notna().any():
+            bold[(int(students.idxmax()), c)] = True
+    caption = (
+        f"The distilled student on the {config_label} configuration (Table 8 layout): "
+        "Recall@20 per test set and their mean; the teacher first, then the student trained "
+        r"with all three terms and without $\langle q_r,p^+\rangle$, $\langle q,q_r\rangle$ or"
+        " both; best student bold."
+        + (" Paper values (x 100) beside ours." if paper else "")
+    )
+    write_text(
+        tex_out,
+        dataframe_to_latex(
+            out,
+            caption=caption,
+            label="tab:ttp-table8",
+            floatfmt=".3f",
+            bold=bold,
+            column_labels=column_labels,
+            fit_width=True,
+        ),
     )
     return table

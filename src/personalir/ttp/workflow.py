@@ -73,6 +73,12 @@ def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]
     donor = encoding_donor(config, method)
     if donor:  # runs after the donor, whose item encodings it reads from the cache
         out["encodings_from"] = f"{res}/ttp/{example_set}/runs/{donor}.info.json"
+    add_if_used(
+        "student_model",
+        student_dir(res, getattr(method_class(method), "variant", "full")),
+        "config.json",
+        "model.safetensors",
+    )
     adapter = getattr(method_class(method), "adapter", "sft")
     add_if_used(
         "adapter",
@@ -178,6 +184,7 @@ def run_models(config: Mapping, method: str) -> dict[str, str]:
         ),
         "ttp_backbone": f"{res}/ttp/backbone",
         "ttp_adapter": adapter_dir(res, getattr(method_class(method), "adapter", "sft")),
+        "student": student_dir(res, getattr(method_class(method), "variant", "full")),
     }
     return {role: models[role] for role in method_class(method).model_roles}
 
@@ -235,3 +242,71 @@ def sft_threads(config: Mapping) -> int:
 def run_threads(config: Mapping, method: str) -> int:
     """CPU threads of a method's run: SFT's for the generating methods, one for the others."""
     return sft_threads(config) if method_class(method).generates_text else 1
+
+
+# --------------------------------------------------------------------------- Relevance
+def relevance_methods(config: Mapping) -> list[str]:
+    """The methods of Table 4's Relevance column (``ttp.relevance_test.methods``), each of
+    which must be an evaluated method (``ttp.methods``)."""
+    ttp = config["ttp"]
+    methods = list(ttp["relevance_test"]["methods"])
+    unknown = [m for m in methods if m not in ttp["methods"]]
+    if unknown:
+        raise ValueError(
+            f"ttp.relevance_test.methods {unknown} are not in ttp.methods; add them there"
+        )
+    return methods
+
+
+def relevance_pair_inputs(config: Mapping, example_set: str) -> dict[str, str]:
+    """Inputs of ``ttp_relevance_pairs``: a configured Relevance file, else what the sample
+    world's set is built from (its examples and planted product types)."""
+    res = config["results_dir"]
+    configured = config["ttp"]["relevance_test"]["file"]
+    if configured:
+        return {"file": configured}
+    if config["ttp"]["source"] != "sample_world":
+        raise ValueError(
+            "ttp.relevance_test.file is null: a Relevance set is built only from the sample "
+            f"world (ttp.source is {config['ttp']['source']!r}); configure a file"
+        )
+    return {
+        "examples": f"{res}/ttp/{example_set}/examples.jsonl",
+        "truth": f"{res}/sample_world/{example_set}/planted_truth.json",
+    }
+
+
+# --------------------------------------------------------------------------- student
+def student_dir(results_dir: str, variant: str) -> str:
+    """The folder of one Table 8 variant's distilled student."""
+    return f"{results_dir}/ttp/student/{variant}"
+
+
+def student_variants(config: Mapping) -> list[str]:
+    """The student variants the configured methods evaluate (``student``: ``full``)."""
+    found = []
+    for method in config["ttp"]["methods"]:
+        cls = method_class(method)
+        if "student" in cls.model_roles:
+            found.append(cls.variant)
+    return list(dict.fromkeys(found))
+
+
+def teacher_adapter(config: Mapping) -> str:
+    """The adapter folder of ``ttp.student.teacher`` (a TTP method: ``ttp`` or ``ttp_rl``)."""
+    teacher = config["ttp"]["student"]["teacher"]
+    adapter = getattr(method_class(teacher), "adapter", None)
+    if adapter is None or not getattr(method_class(teacher), "intent_q", False):
+        raise ValueError(
+            f"ttp.student.teacher {teacher!r} is not a TTP method that writes rewrites"
+        )
+    if adapter.startswith("rl:") and adapter.split(":", 1)[1] not in rl_variants(config):
+        raise ValueError(
+            f"ttp.student.teacher {teacher!r} needs RL variant {adapter.split(':', 1)[1]!r},"
+            " which the workflow does not train (add the method to ttp.methods)"
+        )
+    return adapter_dir(config["results_dir"], adapter)
+
+
+def teacher_rewrites_file(results_dir: str, example_set: str) -> str:
+    return f"{results_dir}/ttp/{example_set}/teacher_rewrites.json"
