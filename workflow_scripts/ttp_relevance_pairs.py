@@ -14,7 +14,7 @@ def main() -> None:
     ap.add_argument("--file", help="a configured Relevance set (JSON Lines)")
     ap.add_argument("--examples", help="the set's examples (built sets)")
     ap.add_argument("--truth", help="the sample world's planted truth (built sets)")
-    ap.add_argument("--params", type=json_arg, required=True, help="ttp.relevance_test")
+    ap.add_argument("--params", type=json_arg, required=True, help="{relevance_test: ...} of the ttp section")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--pairs", required=True)
     ap.add_argument("--report", required=True)
@@ -29,7 +29,7 @@ def main() -> None:
         pairs, report = build_relevance_pairs(
             read_examples(args.examples),
             products,
-            per_level=args.params["per_level"],
+            per_level=args.params["relevance_test"]["per_level"],
             seed=args.seed,
         )
         report = {"source": "sample world (planted product types)", **report}

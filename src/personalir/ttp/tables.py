@@ -279,8 +279,7 @@ def make_table8(
         f"The distilled student on the {config_label} configuration (Table 8 layout): "
         "Recall@20 per test set and their mean; the teacher first, then the student trained "
         r"with all three terms and without $\langle q_r,p^+\rangle$, $\langle q,q_r\rangle$ or"
-        " both; best student bold."
-        + (" Paper values (x 100) beside ours." if paper else "")
+        " both; best student bold." + (" Paper values (x 100) beside ours." if paper else "")
     )
     write_text(
         tex_out,
