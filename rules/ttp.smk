@@ -12,6 +12,7 @@ TTP = config["ttp"]
 TTP_SETS = ttp_wf.example_sets(config)
 TTP_METHODS = TTP["methods"]
 TTP_RL_VARIANTS = ttp_wf.rl_variants(config)
+TTP_RELEVANCE_METHODS = ttp_wf.relevance_methods(config)
 
 
 wildcard_constraints:
@@ -426,7 +427,7 @@ rule ttp_relevance:
     output:
         results("ttp", "{ttp_set}", "relevance", "{method}.json"),
     params:
-        ttp=lambda w: ttp_wf.run_params(config, w.method),
+        ttp=lambda w: ttp_wf.run_params(config, w.method, ("evaluation",)),
         models=lambda w: compact_json(ttp_wf.run_models(config, w.method)),
         seed=config["seed"],
         model_cache=GGUF_CACHE,
@@ -494,7 +495,7 @@ rule ttp_table:
         relevance=expand(
             results("ttp", "{ttp_set}", "relevance", "{method}.json"),
             ttp_set=TTP_SETS,
-            method=ttp_wf.relevance_methods(config),
+            method=TTP_RELEVANCE_METHODS,
         ),
     output:
         csv=results("ttp", "table4.csv"),
@@ -547,14 +548,20 @@ rule ttp_ablations:
     input:
         per_query=results("ttp", "per_query.parquet"),
         paper_results="config/paper_results/ttp.yaml",
+        relevance=expand(
+            results("ttp", "{ttp_set}", "relevance", "{method}.json"),
+            ttp_set=TTP_SETS,
+            method=TTP_RELEVANCE_METHODS,
+        ),
     output:
         table6=results("ttp", "ablations", "table6.parquet"),
         table7=results("ttp", "ablations", "table7.parquet"),
         figure5=results("ttp", "ablations", "figure5.parquet"),
         claims=results("ttp", "ablations", "claims.json"),
     params:
-        ttp=params_json("ttp", keys=("evaluation",)),
+        ttp=params_json("ttp", keys=("evaluation", "student")),
         seed=config["seed"],
+        relevance=lambda w, input: " ".join(input.relevance),
     log:
         logs("ttp", "ablations.log"),
     resources:
@@ -566,7 +573,7 @@ rule ttp_ablations:
     shell:
         "python -u workflow_scripts/ttp_ablations.py --per-query {input.per_query}"
         " --paper-results {input.paper_results} --params {params.ttp:q} --seed {params.seed}"
-        " --out-dir $(dirname {output.claims}) > {log} 2>&1"
+        " --relevance {params.relevance} --out-dir $(dirname {output.claims}) > {log} 2>&1"
 
 
 rule ttp_ablation_tables:

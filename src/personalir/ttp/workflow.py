@@ -228,9 +228,11 @@ def rewrites_option(inputs: Mapping) -> str:
     return "--rewrites " + " ".join([paths] if isinstance(paths, str) else list(paths))
 
 
-def run_params(config: Mapping, method: str) -> str:
+def run_params(config: Mapping, method: str, extra: tuple[str, ...] = ()) -> str:
+    """The ``ttp`` sections a method's job reads: items, depth, its ``config_keys`` and
+    ``extra`` (the Relevance job adds ``evaluation`` for its bootstrap)."""
     ttp = config["ttp"]
-    keys = ("items", "depth", *method_class(method).config_keys)
+    keys = ("items", "depth", *method_class(method).config_keys, *extra)
     return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
 
 
