@@ -368,7 +368,7 @@ rule ttp_run:
         info=results("ttp", "{ttp_set}", "runs", "{method}.info.json"),
     params:
         ttp=lambda w: ttp_wf.run_params(config, w.method),
-        models=lambda w: compact_json(ttp_wf.run_models(config, w.method)),
+        models=lambda w: compact_json(ttp_wf.run_models(config, w.method, w.ttp_set)),
         rewrites=lambda w, input: ttp_wf.rewrites_option(dict(input)),
         seed=config["seed"],
         model_cache=GGUF_CACHE,
@@ -389,6 +389,36 @@ rule ttp_run:
         " --params {params.ttp:q} --run {output.run} --info {output.info}"
         " --model-cache {params.model_cache:q} --encoding-cache {params.encoding_cache:q}"
         " > {log} 2>&1"
+
+
+rule ttp_cache_store:
+    """One set's offline embedding store: the teacher's TTP embeddings of the test users'
+    frequent broad queries (serving's cache tier)."""
+    input:
+        unpack(lambda w: ttp_wf.cache_store_inputs(config, w.ttp_set)),
+        examples=results("ttp", "{ttp_set}", "examples.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+    output:
+        store=results("ttp", "{ttp_set}", "cache", "store.json"),
+        embeddings=results("ttp", "{ttp_set}", "cache", "embeddings.parquet"),
+        report=results("ttp", "{ttp_set}", "cache.report.json"),
+    params:
+        ttp=ttp_wf.cache_store_params(config),
+        models=ttp_wf.cache_store_models(config),
+        seed=config["seed"],
+    log:
+        logs("ttp", "cache_store_{ttp_set}.log"),
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    threads: ttp_wf.sft_threads(config)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_cache_store.py --examples {input.examples}"
+        " --items {input.corpus} --models {params.models:q} --params {params.ttp:q}"
+        " --seed {params.seed} --threads {threads} --out-dir $(dirname {output.store})"
+        " --report {output.report} > {log} 2>&1"
 
 
 rule ttp_relevance_pairs:
@@ -428,7 +458,7 @@ rule ttp_relevance:
         results("ttp", "{ttp_set}", "relevance", "{method}.json"),
     params:
         ttp=lambda w: ttp_wf.run_params(config, w.method, ("evaluation",)),
-        models=lambda w: compact_json(ttp_wf.run_models(config, w.method)),
+        models=lambda w: compact_json(ttp_wf.run_models(config, w.method, w.ttp_set)),
         seed=config["seed"],
         model_cache=GGUF_CACHE,
         encoding_cache=results("ttp", "encodings"),
@@ -631,6 +661,40 @@ rule ttp_loss_figure:
         " --report {input.report} --label {params.label:q} --output {output.pdf} > {log} 2>&1"
 
 
+rule ttp_figure8:
+    """Figure 8: each serving path's Avg Recall@20 against its per-query latency (the
+    serving benchmark's checked-in JSON); the cache's hit rate from the ttp_cached runs."""
+    input:
+        summary=results("ttp", "summary.parquet"),
+        labels=results("ttp", "labels.json"),
+        latency=TTP["serving"]["latency"] or [],
+        cached=expand(
+            results("ttp", "{ttp_set}", "runs", "{method}.info.json"),
+            ttp_set=TTP_SETS,
+            method=ttp_wf.serving_methods(config),
+        ),
+    output:
+        csv=results("ttp", "figure8.csv"),
+        pdf=generated("ttp_figure8.pdf"),
+    params:
+        teacher=TTP["student"]["teacher"],
+        label=config["label"],
+        latency=lambda w, input: input.latency or "",
+    log:
+        logs("ttp", "figure8.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_figure8.py --summary {input.summary}"
+        " --labels {input.labels} --latency {params.latency:q} --cached-infos {input.cached}"
+        " --teacher {params.teacher} --label {params.label:q} --csv {output.csv}"
+        " --pdf {output.pdf} > {log} 2>&1"
+
+
 if TTP["enabled"]:
     FINAL_TARGETS.extend(
         [
@@ -639,6 +703,8 @@ if TTP["enabled"]:
             generated("ttp_sft_loss.pdf"),
             results("ttp", "table8.csv"),
             generated("ttp_table8.tex"),
+            results("ttp", "figure8.csv"),
+            generated("ttp_figure8.pdf"),
         ]
     )
     if TTP_RL_VARIANTS:
