@@ -207,3 +207,22 @@ def test_workflow_wires_the_teachers_adapter_the_sets_store_and_the_teachers_run
     }
     config["ttp"]["student"]["teacher"] = "ttp"  # the SFT model as teacher
     assert wf.run_models(config, "ttp_cached", "S")["ttp_adapter"] == "res/ttp/sft/adapter"
+
+
+def test_model_version_follows_the_weights_not_files_written_beside_them(tmp_path):
+    from personalir.ttp.serving import StoreError, model_version
+
+    backbone, adapter = tmp_path / "b", tmp_path / "a"
+    for folder, weights in ((backbone, b"W"), (adapter, b"A")):
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(weights)
+        (folder / "config.json").write_text("{}")
+    models = {"ttp_backbone": str(backbone), "ttp_adapter": str(adapter)}
+    v1 = model_version(models)
+    (adapter / "provenance.json").write_text("{}")  # written later by the workflow
+    assert model_version(models) == v1
+    (adapter / "model.safetensors").write_bytes(b"A2")  # retrained
+    assert model_version(models) != v1
+    (adapter / "model.safetensors").unlink()
+    with pytest.raises(StoreError, match="no weights"):
+        model_version(models)

@@ -224,16 +224,27 @@ def hit_rate(store: EmbeddingStore, requests: Iterable[tuple[str, str]]) -> dict
 
 # --------------------------------------------------------------------------- workflow
 def model_version(
-    models: dict[str, str], roles: Sequence[str] = ("ttp_backbone", "ttp_adapter")
+    models: Mapping[str, str], roles: Sequence[str] = ("ttp_backbone", "ttp_adapter")
 ) -> str:
-    """The version of the TTP model a store is built by: the content fingerprints of its
-    backbone and adapter folders (a retrained adapter is another version)."""
+    """The version of the TTP model a store is built by: the sha256 of every weight and
+    config file (``*.safetensors``, ``*config.json``) of its backbone and adapter folders, so a
+    retrained adapter is another version and files written beside the weights later (the
+    provenance record) are not."""
     import hashlib
 
-    from personalir.retrieval.encodings import model_fingerprint
-
-    parts = [f"{r}={model_fingerprint(str(models[r]))}" for r in roles]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+    digest = hashlib.sha256()
+    for role in roles:
+        root = Path(models[role])
+        files = sorted(
+            p
+            for p in root.iterdir()
+            if p.is_file() and (p.suffix == ".safetensors" or p.name.endswith("config.json"))
+        )
+        if not any(p.suffix == ".safetensors" for p in files):
+            raise StoreError(f"{root}: no weights (*.safetensors) to version the {role} by")
+        for p in files:
+            digest.update(f"{role}/{p.name}={sha256_file(p)}\n".encode())
+    return digest.hexdigest()[:24]
 
 
 def frequent_queries(
