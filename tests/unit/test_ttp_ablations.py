@@ -288,7 +288,10 @@ def _relevance_record(method, scores, labels, qids):
     return {
         "method": method,
         "spearman": None,
-        "scored": [[q, f"i{k}", lab, s] for k, (q, lab, s) in enumerate(zip(qids, labels, scores))],
+        "scored": [
+            [q, f"i{k}", lab, s]
+            for k, (q, lab, s) in enumerate(zip(qids, labels, scores, strict=True))
+        ],
     }
 
 
