@@ -30,8 +30,8 @@ workflow declares their weights temporary), else the configured backbone prepare
 the workflow prepares it with a freshly initialised LoRA of the configured rank, and the
 configured base bi-encoder. Latency does not depend on the weights' values, but an
 untrained model's rewrites run to the ``max_new_tokens`` cap (the generated-token counts
-are printed). No trained student exists yet: the student is the configured base
-bi-encoder, the architecture the student is trained from.
+are printed). The student is the trained one (``ttp/student/full``) when its weights are on
+disk, else the configured base bi-encoder (``ttp.student.model``) it is trained from.
 
 Queries: a synthetic set by default (``--seed``): histories of 5-10 products of the
 sample world's catalogue generator (Musical_Instruments titles) and a broad query each; or
@@ -213,7 +213,8 @@ def load_models(args, cfg: dict) -> Models:
     decoupled_model = args.decoupled_model or str(
         _weights(res / "dense" / "decoupled", "model.safetensors") or ttp["dense"]["model"]
     )
-    student_model = args.student_model or ttp["dense"]["model"]
+    trained_student = _weights(res / "student" / "full", "model.safetensors")
+    student_model = args.student_model or str(trained_student or ttp["student"]["model"])
     if "sft" in trained:
         version = "ttp-adapter:sha256:" + sha256_file(
             Path(trained["sft"]) / "adapter_model.safetensors"
@@ -231,7 +232,8 @@ def load_models(args, cfg: dict) -> Models:
             "ttp_adapter": ttp_desc,
             "rewriter_adapter": rewriter_desc,
             "decoupled_bi_encoder": decoupled_model,
-            "student": f"{student_model} (base bi-encoder: no trained student exists yet)",
+            "student": student_model
+            + ("" if trained_student or args.student_model else " (base bi-encoder, untrained)"),
             "untrained": sorted({"sft", "rewriter"} - set(trained)),
         },
         model_version=version,

@@ -12,6 +12,7 @@ TTP = config["ttp"]
 TTP_SETS = ttp_wf.example_sets(config)
 TTP_METHODS = TTP["methods"]
 TTP_RL_VARIANTS = ttp_wf.rl_variants(config)
+TTP_RELEVANCE_METHODS = ttp_wf.relevance_methods(config)
 
 
 wildcard_constraints:
@@ -367,7 +368,7 @@ rule ttp_run:
         info=results("ttp", "{ttp_set}", "runs", "{method}.info.json"),
     params:
         ttp=lambda w: ttp_wf.run_params(config, w.method),
-        models=lambda w: compact_json(ttp_wf.run_models(config, w.method)),
+        models=lambda w: compact_json(ttp_wf.run_models(config, w.method, w.ttp_set)),
         rewrites=lambda w, input: ttp_wf.rewrites_option(dict(input)),
         seed=config["seed"],
         model_cache=GGUF_CACHE,
@@ -388,6 +389,36 @@ rule ttp_run:
         " --params {params.ttp:q} --run {output.run} --info {output.info}"
         " --model-cache {params.model_cache:q} --encoding-cache {params.encoding_cache:q}"
         " > {log} 2>&1"
+
+
+rule ttp_cache_store:
+    """One set's offline embedding store: the teacher's TTP embeddings of the test users'
+    frequent broad queries (serving's cache tier)."""
+    input:
+        unpack(lambda w: ttp_wf.cache_store_inputs(config, w.ttp_set)),
+        examples=results("ttp", "{ttp_set}", "examples.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+    output:
+        store=results("ttp", "{ttp_set}", "cache", "store.json"),
+        embeddings=results("ttp", "{ttp_set}", "cache", "embeddings.parquet"),
+        report=results("ttp", "{ttp_set}", "cache.report.json"),
+    params:
+        ttp=ttp_wf.cache_store_params(config),
+        models=ttp_wf.cache_store_models(config),
+        seed=config["seed"],
+    log:
+        logs("ttp", "cache_store_{ttp_set}.log"),
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    threads: ttp_wf.sft_threads(config)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_cache_store.py --examples {input.examples}"
+        " --items {input.corpus} --models {params.models:q} --params {params.ttp:q}"
+        " --seed {params.seed} --threads {threads} --out-dir $(dirname {output.store})"
+        " --report {output.report} > {log} 2>&1"
 
 
 rule ttp_relevance_pairs:
@@ -426,8 +457,8 @@ rule ttp_relevance:
     output:
         results("ttp", "{ttp_set}", "relevance", "{method}.json"),
     params:
-        ttp=lambda w: ttp_wf.run_params(config, w.method),
-        models=lambda w: compact_json(ttp_wf.run_models(config, w.method)),
+        ttp=lambda w: ttp_wf.run_params(config, w.method, ("evaluation",)),
+        models=lambda w: compact_json(ttp_wf.run_models(config, w.method, w.ttp_set)),
         seed=config["seed"],
         model_cache=GGUF_CACHE,
         encoding_cache=results("ttp", "encodings"),
@@ -494,7 +525,7 @@ rule ttp_table:
         relevance=expand(
             results("ttp", "{ttp_set}", "relevance", "{method}.json"),
             ttp_set=TTP_SETS,
-            method=ttp_wf.relevance_methods(config),
+            method=TTP_RELEVANCE_METHODS,
         ),
     output:
         csv=results("ttp", "table4.csv"),
@@ -547,14 +578,20 @@ rule ttp_ablations:
     input:
         per_query=results("ttp", "per_query.parquet"),
         paper_results="config/paper_results/ttp.yaml",
+        relevance=expand(
+            results("ttp", "{ttp_set}", "relevance", "{method}.json"),
+            ttp_set=TTP_SETS,
+            method=TTP_RELEVANCE_METHODS,
+        ),
     output:
         table6=results("ttp", "ablations", "table6.parquet"),
         table7=results("ttp", "ablations", "table7.parquet"),
         figure5=results("ttp", "ablations", "figure5.parquet"),
         claims=results("ttp", "ablations", "claims.json"),
     params:
-        ttp=params_json("ttp", keys=("evaluation",)),
+        ttp=params_json("ttp", keys=("evaluation", "student")),
         seed=config["seed"],
+        relevance=lambda w, input: " ".join(input.relevance),
     log:
         logs("ttp", "ablations.log"),
     resources:
@@ -566,7 +603,7 @@ rule ttp_ablations:
     shell:
         "python -u workflow_scripts/ttp_ablations.py --per-query {input.per_query}"
         " --paper-results {input.paper_results} --params {params.ttp:q} --seed {params.seed}"
-        " --out-dir $(dirname {output.claims}) > {log} 2>&1"
+        " --relevance {params.relevance} --out-dir $(dirname {output.claims}) > {log} 2>&1"
 
 
 rule ttp_ablation_tables:
@@ -624,6 +661,40 @@ rule ttp_loss_figure:
         " --report {input.report} --label {params.label:q} --output {output.pdf} > {log} 2>&1"
 
 
+rule ttp_figure8:
+    """Figure 8: each serving path's Avg Recall@20 against its per-query latency (the
+    serving benchmark's checked-in JSON); the cache's hit rate from the ttp_cached runs."""
+    input:
+        summary=results("ttp", "summary.parquet"),
+        labels=results("ttp", "labels.json"),
+        latency=TTP["serving"]["latency"] or [],
+        cached=expand(
+            results("ttp", "{ttp_set}", "runs", "{method}.info.json"),
+            ttp_set=TTP_SETS,
+            method=ttp_wf.serving_methods(config),
+        ),
+    output:
+        csv=results("ttp", "figure8.csv"),
+        pdf=generated("ttp_figure8.pdf"),
+    params:
+        teacher=TTP["student"]["teacher"],
+        label=config["label"],
+        latency=lambda w, input: input.latency or "",
+    log:
+        logs("ttp", "figure8.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_figure8.py --summary {input.summary}"
+        " --labels {input.labels} --latency {params.latency:q} --cached-infos {input.cached}"
+        " --teacher {params.teacher} --label {params.label:q} --csv {output.csv}"
+        " --pdf {output.pdf} > {log} 2>&1"
+
+
 if TTP["enabled"]:
     FINAL_TARGETS.extend(
         [
@@ -632,6 +703,8 @@ if TTP["enabled"]:
             generated("ttp_sft_loss.pdf"),
             results("ttp", "table8.csv"),
             generated("ttp_table8.tex"),
+            results("ttp", "figure8.csv"),
+            generated("ttp_figure8.pdf"),
         ]
     )
     if TTP_RL_VARIANTS:

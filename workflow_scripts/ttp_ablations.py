@@ -10,7 +10,10 @@ def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("--per-query", required=True)
     ap.add_argument("--paper-results", required=True, help="the TTP paper's values (YAML)")
-    ap.add_argument("--params", type=json_arg, required=True, help="ttp.evaluation")
+    ap.add_argument(
+        "--params", type=json_arg, required=True, help="{evaluation, student} of the ttp section"
+    )
+    ap.add_argument("--relevance", nargs="*", default=[], help="ttp_relevance outputs")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--out-dir", required=True)
     args = ap.parse_args()
@@ -21,6 +24,8 @@ def main() -> None:
         ttp_eval=args.params["evaluation"],
         seed=args.seed,
         out_dir=args.out_dir,
+        relevance_paths=args.relevance,
+        teacher=args.params["student"]["teacher"],
     )
     log.info("%s", summary)
 

@@ -14,7 +14,9 @@ def main() -> None:
     ap.add_argument("--file", help="a configured Relevance set (JSON Lines)")
     ap.add_argument("--examples", help="the set's examples (built sets)")
     ap.add_argument("--truth", help="the sample world's planted truth (built sets)")
-    ap.add_argument("--params", type=json_arg, required=True, help="{relevance_test: ...} of the ttp section")
+    ap.add_argument(
+        "--params", type=json_arg, required=True, help="{relevance_test: ...} of the ttp section"
+    )
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--pairs", required=True)
     ap.add_argument("--report", required=True)

@@ -19,6 +19,7 @@ WORKFLOW_FILES = [
     "profiles",
     "envs",
     "paper/main.tex",
+    "benchmarks/results",  # measured latencies Figure 8 reads
 ]
 
 

@@ -259,7 +259,9 @@ def test_table4_claims_hold_and_fail_with_the_right_margins():
         "ttp_best_everywhere",
         "rl_helps",
         "gains_largest_on_broad_longtail",
+        "student_retains_teacher",
     ]
+    assert got["student_retains_teacher"]["status"] == "not applicable"  # no student row
     # lowest history-using Avg (decoupled: (2+2+2)/8/3 = 0.25) - dense's (1/8+1/8+0)/3
     assert got["history_helps"]["status"] == "held"
     assert got["history_helps"]["margin"] == pytest.approx(100 * (0.25 - 1 / 12))
@@ -280,3 +282,89 @@ def test_table4_claims_not_applicable_without_the_rl_row():
     assert got["rl_helps"]["status"] == "not applicable"
     assert got["ttp_best_everywhere"]["status"] == "not applicable"
     assert got["history_helps"]["status"] == "held"
+
+
+def _relevance_record(method, scores, labels, qids):
+    return {
+        "method": method,
+        "spearman": None,
+        "scored": [
+            [q, f"i{k}", lab, s]
+            for k, (q, lab, s) in enumerate(zip(qids, labels, scores, strict=True))
+        ],
+    }
+
+
+def test_relevance_cell_joins_best_everywhere_and_rl_helps():
+    from personalir.ttp.relevance_set import spearman
+    from personalir.ttp.table4_claims import evaluate_table4_claims
+
+    qids = ["a"] * 3 + ["b"] * 3 + ["c"] * 3
+    labels = [2, 1, 0] * 3
+    scores = {
+        "ttp_rl": [3, 2, 1, 6, 5, 4, 9, 8, 7],  # rho 0.775 (perfect within each query)
+        "ttp": [3, 2, 1, 6, 4, 5, 9, 8, 7],  # one swap in query b
+        "dense": [1, 2, 3, 4, 5, 6, 7, 8, 9],
+        "decoupled": [3, 1, 2, 4, 6, 5, 7, 8, 9],
+    }
+    rel = {}
+    for m, sc in scores.items():
+        rec = _relevance_record(m, sc, labels, qids)
+        rec["spearman"] = spearman(sc, labels)
+        rel[m] = {"S": rec}
+    claims = yaml.safe_load(PAPER_PATH.read_text())["claims"]
+    rows = ["dense", "decoupled", "ttp", "ttp_rl"]
+    hist = {"dense": False, "decoupled": True, "ttp": True, "ttp_rl": True}
+    got = {
+        c["id"]: c
+        for c in evaluate_table4_claims(
+            _frame(BASE), claims, table4=rows, uses_history=hist, relevance=rel, **KW
+        )
+    }
+    lead = 100 * (spearman(scores["ttp_rl"], labels) - spearman(scores["ttp"], labels))
+    assert 0 < lead < 25  # smaller than the 25-point lead of the twelve cells
+    for claim in ("ttp_best_everywhere", "rl_helps"):
+        assert got[claim]["margin"] == pytest.approx(lead)
+        assert "Relevance Spearman" in got[claim]["measured"]
+        assert got[claim]["ci_low"] <= got[claim]["margin"] + 1e-9
+        assert "13 cells" in got[claim]["detail"]
+    # without the Relevance outputs the twelve cells decide, as before
+    plain = {
+        c["id"]: c
+        for c in evaluate_table4_claims(_frame(BASE), claims, table4=rows, uses_history=hist, **KW)
+    }
+    assert plain["rl_helps"]["margin"] == pytest.approx(25.0)
+    assert "not evaluated here" in plain["rl_helps"]["detail"]
+
+
+def test_student_retains_teacher_margin_golden():
+    from personalir.ttp.table4_claims import RETENTION, evaluate_table4_claims
+
+    claims = yaml.safe_load(PAPER_PATH.read_text())["claims"]
+    students = {
+        "student": BASE["ttp_rl"],  # Avg 0.875
+        "student_no_qr_p": BASE["ttp"],  # 13/24
+        "student_no_q_qr": BASE["ttp_rl_no_intent_q"],  # 14/24
+        "student_no_qr_p_no_q_qr": BASE["dense"],  # 2/24
+    }
+
+    def run(values):
+        frame = _frame({"ttp_rl": BASE["ttp_rl"], **values})
+        out = evaluate_table4_claims(
+            frame, claims, table4=["ttp_rl"], uses_history={"ttp_rl": True}, **KW
+        )
+        return {c["id"]: c for c in out}["student_retains_teacher"]
+
+    got = run(students)
+    # the retention part decides: 0.875 - 0.9 x 0.875
+    assert got["status"] == "held"
+    assert got["margin"] == pytest.approx(100 * (0.875 - RETENTION * 0.875))
+    assert "gain of <q_r,p+> +33.33" in got["detail"]
+    got = run({**students, "student": BASE["ttp"]})  # student as weak as its ablation
+    assert got["status"] == "not held"
+    assert got["margin"] == pytest.approx(100 * (13 / 24 - RETENTION * 0.875))
+    got = run({"student": BASE["ttp_rl"]})  # no ablation variants: retention only, said so
+    assert "not evaluated (variant missing)" in got["detail"]
+    frame = _frame({"student": BASE["ttp_rl"]})
+    out = evaluate_table4_claims(frame, claims, table4=[], uses_history={}, **KW)
+    assert {c["id"]: c for c in out}["student_retains_teacher"]["status"] == "not applicable"

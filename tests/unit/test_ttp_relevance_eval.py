@@ -68,12 +68,17 @@ def test_pairs_outside_the_corpus_are_counted_not_scored():
 
 def test_relevance_column_of_table4_and_the_mean_over_sets(tmp_path):
     paths = []
-    for i, (method, rho) in enumerate([("dense", 0.2), ("dense", 0.4), ("ttp", None)]):
+    records = [("dense", 0.2), ("dense", 0.4), ("ttp", None), ("bm25", 0.1)]
+    for i, (method, rho) in enumerate(records):
         path = tmp_path / f"{i}.json"
-        path.write_text(json.dumps({"method": method, "spearman": rho}))
+        ci = {"ci_low": 0.05, "ci_high": 0.15} if method == "bm25" else {}
+        path.write_text(json.dumps({"method": method, "spearman": rho, **ci}))
         paths.append(path)
     values = relevance_values(paths)
-    assert values == {"dense": pytest.approx(0.3), "ttp": None}
+    # two sets: their mean, no CI; one set: its CI
+    assert values["dense"] == {"value": pytest.approx(0.3), "ci_low": None, "ci_high": None}
+    assert values["ttp"] == {"value": None, "ci_low": None, "ci_high": None}
+    assert values["bm25"] == {"value": 0.1, "ci_low": 0.05, "ci_high": 0.15}
     summary = pd.DataFrame(
         [
             {
@@ -101,4 +106,85 @@ def test_relevance_column_of_table4_and_the_mean_over_sets(tmp_path):
     assert t["Relevance Spearman"].iloc[0] == pytest.approx(0.3)
     assert math.isnan(t["Relevance Spearman"].iloc[1])
     assert t["Relevance Spearman paper"].iloc[1] == 49.43
+    t = table4(summary, ["bm25"], {}, measures=("Recall@10",), relevance=values)
+    assert t.iloc[0][["Relevance Spearman ci_low", "Relevance Spearman ci_high"]].tolist() == [
+        0.05,
+        0.15,
+    ]
     assert "Relevance Spearman" not in table4(summary, ["dense"], {}, measures=("Recall@10",))
+
+
+def _rho(scores, labels):
+    from personalir.ttp.relevance_set import spearman
+
+    return spearman(scores, labels)
+
+
+def test_bootstrap_draws_whole_queries():
+    import numpy as np
+
+    from personalir.ttp.relevance_eval import bootstrap_spearman
+
+    # q1 ordered perfectly, q2 inverted; a resample is q1+q1, q1+q2 or q2+q2, so every
+    # resampled rho is rho(q1) = 1, rho(q2) = -1 or rho(all); drawing pairs one by one
+    # would give other values.
+    qids = ["q1", "q1", "q1", "q2", "q2", "q2"]
+    labels = [2, 1, 0, 2, 1, 0]
+    scores = [3.0, 2.0, 1.0, 1.5, 2.5, 3.5]
+    allowed = {1.0, -1.0, _rho(scores, labels)}
+    got = bootstrap_spearman(
+        qids, labels, [(scores, 1.0)], samples=400, confidence=0.999, gen=np.random.default_rng(1)
+    )
+    assert got["value"] == pytest.approx(_rho(scores, labels))
+    assert got["undefined_samples"] == 0
+    assert any(got["ci_low"] == pytest.approx(v) for v in allowed)
+    assert any(got["ci_high"] == pytest.approx(v) for v in allowed)
+    assert got["ci_low"] == pytest.approx(-1.0) and got["ci_high"] == pytest.approx(1.0)
+
+
+def test_bootstrap_of_a_paired_difference_and_undefined_resamples():
+    import numpy as np
+
+    from personalir.ttp.relevance_eval import bootstrap_spearman
+
+    qids = ["q1", "q1", "q2", "q2", "q3", "q3"]
+    labels = [2, 0, 1, 0, 2, 1]
+    a = [0.9, 0.1, 0.7, 0.2, 0.8, 0.3]
+    same = bootstrap_spearman(
+        qids,
+        labels,
+        [(a, 1.0), (a, -1.0)],
+        samples=200,
+        confidence=0.9,
+        gen=np.random.default_rng(2),
+    )
+    assert same["value"] == 0.0 and same["ci_low"] == 0.0 and same["ci_high"] == 0.0
+    flat = bootstrap_spearman(
+        qids,
+        labels,
+        [([0.5] * 6, 1.0)],
+        samples=50,
+        confidence=0.9,
+        gen=np.random.default_rng(2),
+    )
+    assert flat["value"] is None and flat["ci_low"] is None and flat["undefined_samples"] == 50
+    # seeded: the same generator seed gives the same interval
+    runs = [
+        bootstrap_spearman(
+            qids, labels, [(a, 1.0)], samples=100, confidence=0.9, gen=np.random.default_rng(7)
+        )
+        for _ in range(2)
+    ]
+    assert runs[0] == runs[1]
+
+
+def test_relevance_output_keeps_every_pairs_score_and_a_ci():
+    import numpy as np
+
+    ranking = {"q1": [("a", 0.9), ("b", 0.5)], "q2": [("d", 3.0), ("a", 1.0)]}
+    got = relevance_of_ranking(
+        ranking, PAIRS, samples=100, confidence=0.9, gen=np.random.default_rng(0)
+    )
+    assert got["scored"][0] == ["q1", "a", 2, 0.9] and len(got["scored"]) == 5
+    assert got["ci_low"] <= got["spearman"] <= got["ci_high"]
+    assert got["bootstrap"]["samples"] == 100

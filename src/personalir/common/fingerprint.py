@@ -86,6 +86,8 @@ STAGE_PATTERNS = {
         "ttp/*/runs/*.trec",
         "ttp/*/relevance/pairs.jsonl",
         "ttp/*/relevance/*.json",
+        "ttp/*/cache.report.json",
+        "ttp/figure8.csv",
         "ttp/table4.csv",
         "ttp/table6.csv",
         "ttp/table7.csv",

@@ -534,9 +534,13 @@ def run_ablations(
     ttp_eval: Mapping,
     seed: int,
     out_dir: str | Path,
+    relevance_paths: Sequence[str | Path] = (),
+    teacher: str = "ttp_rl",
 ) -> dict:
     """Write ``table6.parquet``, ``table7.parquet``, ``figure5.parquet`` and ``claims.json``
-    into ``out_dir``; return a summary (methods present and missing, claim statuses)."""
+    into ``out_dir``; return a summary (methods present and missing, claim statuses).
+    ``relevance_paths``: the ``ttp_relevance`` outputs (Table 4's Relevance column, for the
+    claims that include it); ``teacher``: the distilled student's teacher (Table 8)."""
     import yaml
 
     frame = read_parquet(per_query_path)
@@ -559,6 +563,7 @@ def run_ablations(
     summary["rows"]["figure5"] = sorted(set(fig["method"]), key=list(FIGURE5).index)
     summary["missing"]["figure5"] = [m for m in ("dense", *FIGURE5) if m not in present]
     from personalir.ttp.baselines import PERSONAL_RETRIEVERS
+    from personalir.ttp.relevance_eval import read_relevance_records
     from personalir.ttp.table4_claims import evaluate_table4_claims
 
     order = list(dict.fromkeys(frame["method"]))
@@ -572,6 +577,8 @@ def run_ablations(
         samples=kw["samples"],
         confidence=kw["confidence"],
         seed=kw["seed"],
+        relevance=read_relevance_records(relevance_paths) if relevance_paths else None,
+        teacher=teacher,
     )
     rank = {c["id"]: i for i, c in enumerate(paper_claims)}
     claims = sorted(found, key=lambda c: rank[c["id"]])

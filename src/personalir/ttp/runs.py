@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from personalir.common.io import write_json
+from personalir.common.seeding import rng
 from personalir.ttp.data import ItemCorpus, item_fields, read_examples
 
 
@@ -156,7 +157,14 @@ def relevance_method(
         encoding_cache=encoding_cache,
     )
     retriever = build_retriever(method, ctx, cls.params_from_config(ttp))
-    result = relevance_of_ranking(retriever.rank(examples), pairs)
+    evaluation = ttp.get("evaluation") or {}
+    result = relevance_of_ranking(
+        retriever.rank(examples),
+        pairs,
+        samples=int(evaluation.get("bootstrap_samples", 0)),
+        confidence=float(evaluation.get("confidence", 0.95)),
+        gen=rng(seed, "relevance_ci", method),
+    )
     report = {
         "method": method,
         "label": cls.label,

@@ -16,18 +16,36 @@ A store is opened for one model version: a store built by another version (a ret
 adapter, another backbone) is refused, and so is a Parquet file whose bytes are not the ones
 ``store.json`` records. Query keys are the query lower-cased with its white space collapsed,
 so a request matches a cached pair however its spaces and capitals fall.
+
+In the workflow (rule ``ttp_cache_store``, method ``ttp_cached``):
+
+* :func:`cache_plan` chooses the pairs. The *frequent broad queries* are the query keys
+  whose label is in ``ttp.serving.labels`` (Broad) and that at least ``min_count`` training or
+  validation searches issued (the query log the store is built from), the ``max_queries``
+  most frequent; the *active users* are the served population, the test split's users, each
+  with the history of their earliest test search (the fewest history entries): the snapshot
+  an offline job would embed before that user's requests. The store never reads a test
+  query: a test request only hits or misses it.
+* the teacher (``ttp.student.teacher``, TTP (SFT+RL)) embeds every pair by generating its
+  rewrite, with the history selected for that query by the relevance model, as at
+  inference;
+* :class:`CachedTTP` serves the test split: a hit is ranked by the stored TTP embedding
+  against the teacher's item embeddings, a miss by the distilled student over its own item
+  embeddings (two item indexes: the two models embed in different spaces).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from personalir.common.io import read_json, read_parquet_table, sha256_file, write_json
+from personalir.ttp.baselines import PERSONAL_RETRIEVERS, PersonalRetriever, build_retriever
+from personalir.ttp.data import Example
 
 STORE_FORMAT = "personalir.ttp.embedding_store/1"
 EMBEDDINGS = "embeddings.parquet"
@@ -202,3 +220,264 @@ def hit_rate(store: EmbeddingStore, requests: Iterable[tuple[str, str]]) -> dict
         "misses": misses,
         "hit_rate": hits / total if total else None,
     }
+
+
+# --------------------------------------------------------------------------- workflow
+def model_version(
+    models: Mapping[str, str], roles: Sequence[str] = ("ttp_backbone", "ttp_adapter")
+) -> str:
+    """The version of the TTP model a store is built by: the sha256 of every weight and
+    config file (``*.safetensors``, ``*config.json``) of its backbone and adapter folders, so a
+    retrained adapter is another version and files written beside the weights later (the
+    provenance record) are not."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for role in roles:
+        root = Path(models[role])
+        files = sorted(
+            p
+            for p in root.iterdir()
+            if p.is_file() and (p.suffix == ".safetensors" or p.name.endswith("config.json"))
+        )
+        if not any(p.suffix == ".safetensors" for p in files):
+            raise StoreError(f"{root}: no weights (*.safetensors) to version the {role} by")
+        for p in files:
+            digest.update(f"{role}/{p.name}={sha256_file(p)}\n".encode())
+    return digest.hexdigest()[:24]
+
+
+def frequent_queries(
+    examples: Sequence[Example], *, labels: Sequence[str], min_count: int, max_queries: int | None
+) -> list[tuple[str, str, int]]:
+    """``(query key, the form issued most often, count)`` of the training and validation
+    searches' queries with a label in ``labels`` issued at least ``min_count`` times, most
+    frequent first (ties by key), at most ``max_queries``."""
+    from collections import Counter
+
+    counts: Counter = Counter()
+    forms: dict[str, Counter] = {}
+    for ex in examples:
+        if ex.split == "test" or ex.label not in labels:
+            continue
+        key = query_key(ex.query)
+        counts[key] += 1
+        forms.setdefault(key, Counter())[ex.query] += 1
+    chosen = sorted((k for k, c in counts.items() if c >= min_count), key=lambda k: (-counts[k], k))
+    if max_queries is not None:
+        chosen = chosen[:max_queries]
+    return [(k, min(forms[k].items(), key=lambda f: (-f[1], f[0]))[0], counts[k]) for k in chosen]
+
+
+def cache_plan(
+    examples: Sequence[Example], *, labels: Sequence[str], min_count: int, max_queries: int | None
+) -> tuple[list[Example], dict]:
+    """The store's pairs as history-carrying searches (their ``selected_history`` unset: the
+    relevance model selects it per query), and a report (queries with counts, users, pairs,
+    and the test requests that will hit)."""
+    queries = frequent_queries(
+        examples, labels=labels, min_count=min_count, max_queries=max_queries
+    )
+    first: dict[str, Example] = {}
+    for ex in examples:
+        if ex.split != "test":
+            continue
+        cur = first.get(ex.user_id)
+        if cur is None or (len(ex.history), ex.example_id) < (len(cur.history), cur.example_id):
+            first[ex.user_id] = ex
+    plan = []
+    for user in sorted(first):
+        snap = first[user]
+        for k, (_key, form, _n) in enumerate(queries):
+            plan.append(
+                Example(
+                    example_id=f"cache:{user}:{k}",
+                    source="cache",
+                    domain=snap.domain,
+                    user_id=user,
+                    query=form,
+                    target="",
+                    label="Cache",
+                    split="test",
+                    history=list(snap.history),
+                )
+            )
+    keys = {q[0] for q in queries}
+    test = [ex for ex in examples if ex.split == "test"]
+    report = {
+        "queries": [{"query": form, "key": key, "count": n} for key, form, n in queries],
+        "labels": list(labels),
+        "min_count": min_count,
+        "max_queries": max_queries,
+        "users": len(first),
+        "pairs": len(plan),
+        "test_requests": len(test),
+        "test_requests_hitting": sum(query_key(ex.query) in keys for ex in test),
+    }
+    return plan, report
+
+
+@PERSONAL_RETRIEVERS.register("ttp_cached")
+class CachedTTP(PersonalRetriever):
+    """Serving TTP offline (paper section 5.1): a request whose (user, query) pair is in the
+    store gets the teacher's precomputed TTP embedding, searched over the teacher's item
+    embeddings; any other request is served by the distilled student, without generation."""
+
+    name, label, uses_history = "ttp_cached", "TTP cache + student", True
+    model_roles = ("ttp_backbone", "ttp_adapter", "student", "ttp_store")
+    config_keys = ("student", "inference", "sft")
+    table4_row = False
+    # The adapter is the student's teacher's (ttp.student.teacher); the workflow resolves it.
+    adapter = "teacher"
+    variant = "full"  # the student that serves the misses (Table 8's full student)
+    default_params = {"teacher": "ttp_rl", "teacher_params": {}}
+
+    @classmethod
+    def params_from_config(cls, ttp):
+        teacher = ttp["student"]["teacher"]
+        return {
+            "teacher": teacher,
+            "teacher_params": PERSONAL_RETRIEVERS.get(teacher).params_from_config(ttp),
+        }
+
+    def rank(self, examples):
+        from dataclasses import replace
+
+        from personalir.ttp.evaluate import exact_search
+
+        models = self.ctx.models
+        store = open_store(models["ttp_store"], model_version=model_version(models))
+        hits = [ex for ex in examples if store.get(ex.user_id, ex.query) is not None]
+        hit_ids = {ex.example_id for ex in hits}
+        misses = [ex for ex in examples if ex.example_id not in hit_ids]
+        ranking = {}
+        if hits:
+            teacher_ctx = replace(
+                self.ctx, models={r: models[r] for r in ("ttp_backbone", "ttp_adapter")}
+            )
+            teacher = build_retriever(
+                self.params["teacher"], teacher_ctx, self.params["teacher_params"]
+            )
+            teacher.load()
+            items = teacher._items(teacher.encoder)
+            vectors = np.stack([store.get(ex.user_id, ex.query) for ex in hits])
+            ranking.update(
+                exact_search(
+                    [ex.example_id for ex in hits],
+                    vectors,
+                    self.ctx.corpus.ids,
+                    items,
+                    self.ctx.depth,
+                )
+            )
+            self.info["teacher_backbone"] = teacher.info.get("backbone")
+        if misses:
+            student = build_retriever(
+                "student", replace(self.ctx, models={"student": models["student"]})
+            )
+            ranking.update(student.rank(misses))
+        by_label: dict[str, list[int]] = {}
+        for ex in examples:
+            by_label.setdefault(ex.label, []).append(ex.example_id in hit_ids)
+        self.info.update(
+            teacher=self.params["teacher"],
+            store_pairs=len(store),
+            hits=len(hits),
+            misses=len(misses),
+            hit_rate=len(hits) / len(examples) if examples else None,
+            hit_rate_by_label={k: sum(v) / len(v) for k, v in sorted(by_label.items())},
+            routes={
+                ex.example_id: ("cache" if ex.example_id in hit_ids else "student")
+                for ex in examples
+            },
+        )
+        return ranking
+
+
+def build_store(
+    *,
+    examples_path: str | Path,
+    items_path: str | Path,
+    ttp: Mapping,
+    models: Mapping[str, str],
+    seed: int,
+    threads: int,
+    out_dir: str | Path,
+    report_out: str | Path,
+    log=print,
+) -> dict:
+    """Rule ttp_cache_store: the teacher's TTP embeddings of one set's cache plan."""
+    import time
+
+    import torch
+
+    from personalir.ttp.data import ItemCorpus, item_fields, read_examples
+    from personalir.ttp.history import select_histories
+    from personalir.ttp.prompts import parse_generated
+    from personalir.ttp.relevance import build_relevance
+    from personalir.ttp.runs import method_context
+    from personalir.ttp.sft import SFTSettings, build_prompt
+
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    serving = ttp["serving"]
+    examples = read_examples(examples_path)
+    corpus = ItemCorpus.read(items_path)
+    plan, report = cache_plan(
+        examples,
+        labels=serving["labels"],
+        min_count=int(serving["min_count"]),
+        max_queries=serving["max_queries"],
+    )
+    select_histories(
+        plan,
+        corpus,
+        build_relevance(dict(ttp["history"]["relevance"])),
+        int(ttp["history"]["n"]),
+        item_fields(ttp),
+        int(ttp["items"]["max_features"]),
+    )
+    teacher_name = ttp["student"]["teacher"]
+    cls = PERSONAL_RETRIEVERS.get(teacher_name)
+    ctx = method_context(corpus, ttp, dict(models), depth=1, seed=seed, threads=threads)
+    teacher = build_retriever(teacher_name, ctx, cls.params_from_config(ttp))
+    teacher.load()
+    enc = teacher.encoder
+    settings = SFTSettings(
+        item_fields=ctx.item_fields,
+        max_features=ctx.max_features,
+        history_item_tokens=int(teacher.params["history_item_tokens"]),
+        system_prompt=teacher.params["system_prompt"],
+    )
+    prompts = [build_prompt(ex, corpus, enc.tokenizer, settings) for ex in plan]
+    if plan:
+        generated, vectors, well_formed = enc.generate_and_embed(
+            prompts, int(teacher.params["max_new_tokens"])
+        )
+    else:
+        generated, vectors, well_formed = [], np.zeros((0, 1), np.float32), []
+    version = model_version(models)
+    meta = write_store(
+        out_dir,
+        [ex.user_id for ex in plan],
+        [ex.query for ex in plan],
+        vectors,
+        model_version=version,
+    )
+    report.update(
+        teacher=teacher_name,
+        backbone=teacher.info.get("backbone"),
+        model_version=version,
+        store=meta,
+        well_formed_share=float(np.mean(well_formed)) if well_formed else None,
+        rewrites={
+            ex.example_id: parse_generated(g)[0] for ex, g in zip(plan, generated, strict=True)
+        },
+        seconds=round(time.perf_counter() - t0, 3),
+    )
+    write_json(report_out, report)
+    log(
+        f"{len(plan)} pairs ({report['users']} users x {len(report['queries'])} queries); "
+        f"{report['test_requests_hitting']} of {report['test_requests']} test requests will hit"
+    )
+    return report

@@ -56,12 +56,13 @@ def table4(
     measures: Sequence[str] = TABLE_MEASURES,
     paper: Mapping | None = None,
     domain: str = "All",
-    relevance: Mapping[str, float | None] | None = None,
+    relevance: Mapping[str, float | None | Mapping] | None = None,
 ) -> pd.DataFrame:
     """Long-format values -> one row per method, columns ``<test set> <measure>``.
 
-    ``relevance``: method -> Spearman on the Relevance set (the ``Relevance Spearman``
-    column, last; a method without a value prints as missing). None: no such column.
+    ``relevance``: method -> Spearman on the Relevance set, a number or ``{"value",
+    "ci_low", "ci_high"}`` (the ``Relevance Spearman`` column, last; a method without a value
+    prints as missing). None: no such column.
     """
     sub = summary[summary["domain"] == domain]
     present = [t for t in test_sets if t in set(sub["label"])]
@@ -79,10 +80,17 @@ def table4(
                 ref = ((paper or {}).get(method) or {}).get(t) or {}
                 row[f"{t} {m} paper"] = float(ref[m]) if m in ref else float("nan")
         if relevance is not None:
-            value = relevance.get(method)
+            got = relevance.get(method)
+            if not isinstance(got, Mapping):
+                got = {"value": got}
             col = f"{RELEVANCE_SET} {RELEVANCE_MEASURE}"
-            row[col] = float("nan") if value is None else float(value)
-            row[f"{col} ci_low"] = row[f"{col} ci_high"] = float("nan")
+            for key, name in (
+                ("value", col),
+                ("ci_low", f"{col} ci_low"),
+                ("ci_high", f"{col} ci_high"),
+            ):
+                value = got.get(key)
+                row[name] = float("nan") if value is None else float(value)
             ref = ((paper or {}).get(method) or {}).get(RELEVANCE_SET) or {}
             row[f"{col} paper"] = (
                 float(ref[RELEVANCE_MEASURE]) if RELEVANCE_MEASURE in ref else float("nan")
@@ -130,18 +138,34 @@ def table4_latex(table: pd.DataFrame, *, caption: str, label: str, with_paper: b
     )
 
 
-def relevance_values(paths: Sequence[str | Path]) -> dict[str, float | None]:
-    """Method -> Spearman from the ``ttp_relevance`` outputs; with several example sets, the
-    mean of the sets' values (pairs of different sets are never pooled)."""
+def relevance_values(paths: Sequence[str | Path]) -> dict[str, dict[str, float | None]]:
+    """Method -> ``{"value", "ci_low", "ci_high"}`` (Spearman and its bootstrap CI over
+    queries) from the ``ttp_relevance`` outputs. With several example sets, the value is the
+    mean of the sets' values (pairs of different sets are never pooled) and the CI is left
+    out (None): the sets' resamples are not kept to combine."""
     from personalir.common.io import read_json
 
-    per_method: dict[str, list[float]] = {}
+    per_method: dict[str, list[dict]] = {}
     for path in paths:
         rec = read_json(path)
         per_method.setdefault(rec["method"], [])
         if rec["spearman"] is not None:
-            per_method[rec["method"]].append(float(rec["spearman"]))
-    return {m: (sum(v) / len(v) if v else None) for m, v in per_method.items()}
+            per_method[rec["method"]].append(rec)
+    out: dict[str, dict[str, float | None]] = {}
+    for method, recs in per_method.items():
+        if not recs:
+            out[method] = {"value": None, "ci_low": None, "ci_high": None}
+        elif len(recs) == 1:
+            rec = recs[0]
+            out[method] = {
+                "value": float(rec["spearman"]),
+                "ci_low": rec.get("ci_low"),
+                "ci_high": rec.get("ci_high"),
+            }
+        else:
+            value = sum(float(r["spearman"]) for r in recs) / len(recs)
+            out[method] = {"value": value, "ci_low": None, "ci_high": None}
+    return out
 
 
 def make_table(

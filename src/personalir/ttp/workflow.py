@@ -52,7 +52,7 @@ def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]
     and the TTP run's rewrites when the method reads them.
     """
     res = config["results_dir"]
-    used = set(run_models(config, method).values())
+    used = set(run_models(config, method, example_set).values())
     out: dict[str, str] = {}
 
     def add_if_used(name: str, folder: str, config_file: str, weights: str) -> None:
@@ -73,16 +73,18 @@ def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]
     donor = encoding_donor(config, method)
     if donor:  # runs after the donor, whose item encodings it reads from the cache
         out["encodings_from"] = f"{res}/ttp/{example_set}/runs/{donor}.info.json"
+    if cache_dir(res, example_set) in used:
+        out["store"] = f"{cache_dir(res, example_set)}/store.json"
+        out["store_embeddings"] = f"{cache_dir(res, example_set)}/embeddings.parquet"
     add_if_used(
         "student_model",
         student_dir(res, getattr(method_class(method), "variant", "full")),
         "config.json",
         "model.safetensors",
     )
-    adapter = getattr(method_class(method), "adapter", "sft")
     add_if_used(
         "adapter",
-        adapter_dir(res, adapter),
+        adapter_dir(res, method_adapter(config, method)),
         "adapter_config.json",
         "adapter_model.safetensors",
     )
@@ -103,11 +105,23 @@ def dense_ft_inputs(config: Mapping, variant: str) -> dict[str, list[str]]:
     return {"rewrites": [rewrites_file(res, s) for s in example_sets(config)]}
 
 
+def method_adapter(config: Mapping, method: str) -> str:
+    """The TTP adapter a method loads (``sft``, ``rl:<variant>``); ``teacher`` (the cached
+    serving method) resolves to the adapter of ``ttp.student.teacher``."""
+    adapter = getattr(method_class(method), "adapter", "sft")
+    if adapter == "teacher":
+        adapter = getattr(method_class(config["ttp"]["student"]["teacher"]), "adapter", "sft")
+    return adapter
+
+
 def encoding_donor(config: Mapping, method: str) -> str | None:
     """The configured method whose item encodings ``method`` reuses: a TTP retrieval
     without the rewrite (w/o Intent-Q) reads those of the method with the same adapter that
-    generates it, when both are configured."""
+    generates it, when both are configured; the cached serving method reads the teacher's."""
     cls = method_class(method)
+    if getattr(cls, "adapter", None) == "teacher":
+        teacher = config["ttp"]["student"]["teacher"]
+        return teacher if teacher in config["ttp"]["methods"] else None
     if getattr(cls, "intent_q", True) or not hasattr(cls, "adapter"):
         return None
     for other in config["ttp"]["methods"]:
@@ -137,7 +151,7 @@ def rl_variants(config: Mapping) -> list[str]:
     rl = config["ttp"]["rl"]
     needed = []
     for method in config["ttp"]["methods"]:
-        adapter = getattr(method_class(method), "adapter", "sft")
+        adapter = method_adapter(config, method)
         if adapter.startswith("rl:"):
             needed.append(adapter.split(":", 1)[1])
     needed = list(dict.fromkeys(needed))
@@ -171,7 +185,9 @@ def rl_threads(config: Mapping) -> int:
     return int(config["ttp"]["rl"]["threads"] or sft_threads(config))
 
 
-def run_models(config: Mapping, method: str) -> dict[str, str]:
+def run_models(config: Mapping, method: str, example_set: str | None = None) -> dict[str, str]:
+    """Role -> model folder of a method's run; ``ttp_store`` (the cached serving method's
+    embedding store) is per example set."""
     res = config["results_dir"]
     models = {
         "dense": dense_model(config, "dense"),
@@ -183,8 +199,9 @@ def run_models(config: Mapping, method: str) -> dict[str, str]:
             else config["ttp"]["hyde"]["generator"]
         ),
         "ttp_backbone": f"{res}/ttp/backbone",
-        "ttp_adapter": adapter_dir(res, getattr(method_class(method), "adapter", "sft")),
+        "ttp_adapter": adapter_dir(res, method_adapter(config, method)),
         "student": student_dir(res, getattr(method_class(method), "variant", "full")),
+        "ttp_store": cache_dir(res, example_set or "{ttp_set}"),
     }
     return {role: models[role] for role in method_class(method).model_roles}
 
@@ -228,9 +245,11 @@ def rewrites_option(inputs: Mapping) -> str:
     return "--rewrites " + " ".join([paths] if isinstance(paths, str) else list(paths))
 
 
-def run_params(config: Mapping, method: str) -> str:
+def run_params(config: Mapping, method: str, extra: tuple[str, ...] = ()) -> str:
+    """The ``ttp`` sections a method's job reads: items, depth, its ``config_keys`` and
+    ``extra`` (the Relevance job adds ``evaluation`` for its bootstrap)."""
     ttp = config["ttp"]
-    keys = ("items", "depth", *method_class(method).config_keys)
+    keys = ("items", "depth", *method_class(method).config_keys, *extra)
     return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
 
 
@@ -310,3 +329,32 @@ def teacher_adapter(config: Mapping) -> str:
 
 def teacher_rewrites_file(results_dir: str, example_set: str) -> str:
     return f"{results_dir}/ttp/{example_set}/teacher_rewrites.json"
+
+
+# --------------------------------------------------------------------------- serving
+def cache_dir(results_dir: str, example_set: str) -> str:
+    """One example set's embedding store (:mod:`personalir.ttp.serving`)."""
+    return f"{results_dir}/ttp/{example_set}/cache"
+
+
+def serving_methods(config: Mapping) -> list[str]:
+    """The configured methods that serve from an embedding store (``ttp_cached``)."""
+    return [m for m in config["ttp"]["methods"] if "ttp_store" in method_class(m).model_roles]
+
+
+def cache_store_inputs(config: Mapping, example_set: str) -> dict[str, str]:
+    """The teacher's model files ``ttp_cache_store`` embeds with (backbone and adapter)."""
+    teacher = config["ttp"]["student"]["teacher"]
+    keep = ("backbone", "backbone_weights", "adapter", "adapter_weights")
+    return {k: v for k, v in run_inputs(config, teacher, example_set).items() if k in keep}
+
+
+def cache_store_models(config: Mapping) -> str:
+    teacher = config["ttp"]["student"]["teacher"]
+    return json.dumps(run_models(config, teacher), sort_keys=True, separators=(",", ":"))
+
+
+def cache_store_params(config: Mapping) -> str:
+    """The ``ttp`` sections the store's job reads: the teacher's, history selection, serving."""
+    teacher = config["ttp"]["student"]["teacher"]
+    return run_params(config, teacher, ("history", "serving", "student"))
