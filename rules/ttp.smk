@@ -302,10 +302,8 @@ rule ttp_dense_ft:
 rule ttp_teacher_rewrites:
     """The student's teacher (`ttp.student.teacher`) rewrites every example of one set."""
     input:
-        backbone=results("ttp", "backbone", "config.json"),
-        backbone_weights=results("ttp", "backbone", "model.safetensors"),
-        adapter=lambda w: ttp_wf.teacher_adapter(config) + "/adapter_config.json",
-        adapter_weights=lambda w: ttp_wf.teacher_adapter(config) + "/adapter_model.safetensors",
+        # the teacher's backbone and adapter files (those the store's job embeds with too)
+        unpack(lambda w: ttp_wf.teacher_inputs(config, w.ttp_set)),
         examples=results("ttp", "{ttp_set}", "examples.jsonl"),
         corpus=results("ttp", "{ttp_set}", "items.parquet"),
     output:
@@ -395,7 +393,7 @@ rule ttp_cache_store:
     """One set's offline embedding store: the teacher's TTP embeddings of the test users'
     frequent broad queries (serving's cache tier)."""
     input:
-        unpack(lambda w: ttp_wf.cache_store_inputs(config, w.ttp_set)),
+        unpack(lambda w: ttp_wf.teacher_inputs(config, w.ttp_set)),
         examples=results("ttp", "{ttp_set}", "examples.jsonl"),
         corpus=results("ttp", "{ttp_set}", "items.parquet"),
     output:

@@ -199,7 +199,7 @@ def test_workflow_wires_the_teachers_adapter_the_sets_store_and_the_teachers_run
     assert inputs["encodings_from"] == "res/ttp/S/runs/ttp_rl.info.json"
     assert inputs["adapter_weights"] == "res/ttp/rl/full/adapter/adapter_model.safetensors"
     assert wf.serving_methods(config) == ["ttp_cached"]
-    assert set(wf.cache_store_inputs(config, "S")) == {
+    assert set(wf.teacher_inputs(config, "S")) == {
         "backbone",
         "backbone_weights",
         "adapter",

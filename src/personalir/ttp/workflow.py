@@ -342,9 +342,11 @@ def serving_methods(config: Mapping) -> list[str]:
     return [m for m in config["ttp"]["methods"] if "ttp_store" in method_class(m).model_roles]
 
 
-def cache_store_inputs(config: Mapping, example_set: str) -> dict[str, str]:
-    """The teacher's model files ``ttp_cache_store`` embeds with (backbone and adapter)."""
+def teacher_inputs(config: Mapping, example_set: str) -> dict[str, str]:
+    """The model files of the student's teacher (backbone and adapter), which
+    ``ttp_teacher_rewrites`` generates and ``ttp_cache_store`` embeds with."""
     teacher = config["ttp"]["student"]["teacher"]
+    teacher_adapter(config)  # a TTP method that writes rewrites, its adapter trained
     keep = ("backbone", "backbone_weights", "adapter", "adapter_weights")
     return {k: v for k, v in run_inputs(config, teacher, example_set).items() if k in keep}
 
