@@ -252,28 +252,36 @@ def retrieval_resource(retrieval: Mapping, name: str, key: str):
 # Presentation steps render what compute steps wrote (tables, figures, the PDF, the provenance
 # record); they may read table/figure modules, compute steps never do, so restyling a figure
 # re-runs only presentation steps (tests/unit/test_presentation.py checks it on dvc.yaml).
-PRESENTATION_RULE_SUFFIXES = ("_table", "_tables", "_figure", "_figures")
+# Rule names ending in _table(s) or _figure(s), or a paper-numbered _table8 / _figure8.
+PRESENTATION_RULE_NAME = r"_(tables?|figures?)\d*"
 PRESENTATION_RULE_FILES = ("report.smk",)
 PRESENTATION_RULES = ("provenance",)
+# Module names: tables.py, figures.py, or a paper-numbered figure8.py / table5.py.
+PRESENTATION_MODULE_NAME = r"(tables|figures|table\d+|figure\d+)\.py"
 
 
 def is_presentation_rule(name: str, snakefile: str = "") -> bool:
     """Tables, figures, the report stage's rules (statistics table, PDF) and provenance."""
+    import re
+
     return (
-        name.endswith(PRESENTATION_RULE_SUFFIXES)
+        re.search(PRESENTATION_RULE_NAME + "$", name) is not None
         or name in PRESENTATION_RULES
         or snakefile.rsplit("/", 1)[-1] in PRESENTATION_RULE_FILES
     )
 
 
 def is_presentation_module(path: str) -> bool:
-    """``src/personalir/<stage>/{tables,figures}.py``, ``common/latex.py`` and ``report/``."""
+    """``src/personalir/<stage>/{tables,figures}.py`` (or a paper-numbered ``figure8.py``),
+    ``common/latex.py`` and ``report/``."""
+    import re
+
     parts = path.split("/")
     if parts[:2] != ["src", "personalir"] or not path.endswith(".py"):
         return False
     inner = parts[2:]
     return (
-        inner[-1] in ("tables.py", "figures.py")
+        re.fullmatch(PRESENTATION_MODULE_NAME, inner[-1]) is not None
         or inner == ["common", "latex.py"]
         or (inner[0] == "report" and inner[-1] != "__init__.py")
     )

@@ -87,9 +87,12 @@ def _import_allowed(importer: str, imported: str) -> bool:
 
 
 def _is_presentation(module: str) -> bool:
+    import re
+
     parts = module.split(".")
     return (
         parts[-1].endswith(("tables", "figures"))
+        or re.fullmatch(r"(table|figure)\d+", parts[-1]) is not None
         or module == "personalir.common.latex"
         or _stage(module) == "report"
     )

@@ -95,6 +95,10 @@ def test_presentation_classification():
     assert not ws.is_presentation_module("src/personalir/common/io.py")
     assert not ws.is_presentation_module("workflow_scripts/ttp_table.py")
     assert ws.is_presentation_rule("ttp_loss_figure") and ws.is_presentation_rule("syntax_table")
+    assert ws.is_presentation_rule("ttp_figure8") and ws.is_presentation_rule("ttp_table8")
+    assert not ws.is_presentation_rule("ttp_tables_of_contents")
+    assert ws.is_presentation_module("src/personalir/ttp/figure8.py")
+    assert not ws.is_presentation_module("src/personalir/ttp/figure8_data.py")
     assert ws.is_presentation_rule("dataset_statistics", "rules/report.smk")
     assert not ws.is_presentation_rule("ttp_check", "rules/ttp.smk")
 

@@ -81,8 +81,10 @@ TTP_VARIANTS = {
 
 
 def test_registry_lists_every_method():
+    students = ["student", "student_no_qr_p", "student_no_q_qr", "student_no_qr_p_no_q_qr"]
     assert PERSONAL_RETRIEVERS.names() == sorted(
         ["bm25", "dense", "p_prf", "hyde", "history_aware", "decoupled", *TTP_VARIANTS]
+        + [*students, "ttp_cached"]
     )
     uses = {m: PERSONAL_RETRIEVERS.get(m).uses_history for m in PERSONAL_RETRIEVERS.names()}
     assert uses == {
@@ -93,6 +95,7 @@ def test_registry_lists_every_method():
         "history_aware": True,
         "decoupled": True,
         **dict.fromkeys(TTP_VARIANTS, True),
+        **dict.fromkeys([*students, "ttp_cached"], True),
     }
 
 
