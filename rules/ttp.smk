@@ -13,6 +13,7 @@ TTP_SETS = ttp_wf.example_sets(config)
 TTP_METHODS = TTP["methods"]
 TTP_RL_VARIANTS = ttp_wf.rl_variants(config)
 TTP_RELEVANCE_METHODS = ttp_wf.relevance_methods(config)
+TTP_HISTORY_VALUES = ttp_wf.history_values(config)
 
 
 wildcard_constraints:
@@ -21,6 +22,7 @@ wildcard_constraints:
     variant="dense|history_aware|decoupled",
     rl_variant="|".join(TTP_RL_VARIANTS) or "(?!)",
     student_variant="|".join(ttp_wf.student_variants(config)) or "(?!)",
+    hist_n="|".join(map(str, TTP_HISTORY_VALUES)) or "(?!)",
 
 
 rule ttp_examples:
@@ -581,15 +583,19 @@ rule ttp_ablations:
             ttp_set=TTP_SETS,
             method=TTP_RELEVANCE_METHODS,
         ),
+        history_sweep=results("ttp", "history", "per_query.parquet") if TTP_HISTORY_VALUES else [],
     output:
         table6=results("ttp", "ablations", "table6.parquet"),
         table7=results("ttp", "ablations", "table7.parquet"),
         figure5=results("ttp", "ablations", "figure5.parquet"),
         claims=results("ttp", "ablations", "claims.json"),
     params:
-        ttp=params_json("ttp", keys=("evaluation", "student")),
+        ttp=params_json("ttp", keys=("evaluation", "student", "history")),
         seed=config["seed"],
         relevance=lambda w, input: " ".join(input.relevance),
+        history_sweep=lambda w, input: (
+            f"--history-sweep {input.history_sweep}" if input.history_sweep else ""
+        ),
     log:
         logs("ttp", "ablations.log"),
     resources:
@@ -601,7 +607,8 @@ rule ttp_ablations:
     shell:
         "python -u workflow_scripts/ttp_ablations.py --per-query {input.per_query}"
         " --paper-results {input.paper_results} --params {params.ttp:q} --seed {params.seed}"
-        " --relevance {params.relevance} --out-dir $(dirname {output.claims}) > {log} 2>&1"
+        " --relevance {params.relevance} {params.history_sweep}"
+        " --out-dir $(dirname {output.claims}) > {log} 2>&1"
 
 
 rule ttp_ablation_tables:
@@ -693,6 +700,197 @@ rule ttp_figure8:
         " --pdf {output.pdf} > {log} 2>&1"
 
 
+# --------------------------------------------------------------------------- history sweep
+rule ttp_history_examples:
+    """One set's examples for one history length N of the sweep (Figure 6): the training
+    searches capped, every example's top-N history selected again."""
+    input:
+        examples=results("ttp", "{ttp_set}", "examples.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+    output:
+        examples=results("ttp", "history", "n{hist_n}", "{ttp_set}", "examples.jsonl"),
+        report=results("ttp", "history", "n{hist_n}", "{ttp_set}", "examples.report.json"),
+    params:
+        ttp=lambda w: ttp_wf.history_params(config, w.hist_n, ("split", "history", "items")),
+    log:
+        logs("ttp", "history_examples_{ttp_set}_n{hist_n}.log"),
+    resources:
+        mem_mb=3000,
+        runtime=20,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_history_examples.py --examples {input.examples}"
+        " --items {input.corpus} --params {params.ttp:q} --output {output.examples}"
+        " --report {output.report} > {log} 2>&1"
+
+
+rule ttp_history_teacher:
+    """The teacher's SFT targets for one sweep point's examples (its history)."""
+    input:
+        examples=results("ttp", "history", "n{hist_n}", "{ttp_set}", "examples.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+    output:
+        sft=results("ttp", "history", "n{hist_n}", "{ttp_set}", "sft.jsonl"),
+        report=results("ttp", "history", "n{hist_n}", "{ttp_set}", "teacher.report.json"),
+    params:
+        ttp=lambda w: ttp_wf.history_params(config, w.hist_n, ("teacher", "history", "items")),
+        seed=config["seed"],
+    log:
+        logs("ttp", "history_teacher_{ttp_set}_n{hist_n}.log"),
+    resources:
+        mem_mb=3000,
+        runtime=60,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_teacher.py --examples {input.examples}"
+        " --items {input.corpus} --seed {params.seed} --params {params.ttp:q}"
+        " --output {output.sft} --report {output.report} > {log} 2>&1"
+
+
+rule ttp_history_sft:
+    """The SFT recipe (the sweep's training budget) at one history length N."""
+    input:
+        backbone=results("ttp", "backbone", "config.json"),
+        backbone_weights=results("ttp", "backbone", "model.safetensors"),
+        sft=expand(
+            results("ttp", "history", "n{{hist_n}}", "{ttp_set}", "sft.jsonl"), ttp_set=TTP_SETS
+        ),
+        corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
+        examples=expand(
+            results("ttp", "history", "n{{hist_n}}", "{ttp_set}", "examples.jsonl"),
+            ttp_set=TTP_SETS,
+        ),
+    output:
+        adapter=results("ttp", "history", "n{hist_n}", "adapter", "adapter_config.json"),
+        adapter_weights=temp(
+            results("ttp", "history", "n{hist_n}", "adapter", "adapter_model.safetensors")
+        ),
+        loss=results("ttp", "history", "n{hist_n}", "loss.json"),
+        report=results("ttp", "history", "n{hist_n}", "train.report.json"),
+    params:
+        ttp=lambda w: ttp_wf.history_params(
+            config, w.hist_n, ("backbone", "lora", "sft", "items", "inference", "selection")
+        ),
+        seed=config["seed"],
+    log:
+        logs("ttp", "history_sft_n{hist_n}.log"),
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    threads: ttp_wf.sft_threads(config)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_sft.py --backbone $(dirname {input.backbone})"
+        " --sft {input.sft} --items {input.corpus} --examples {input.examples}"
+        " --seed {params.seed} --threads {threads}"
+        " --params {params.ttp:q} --adapter {output.adapter}"
+        " --adapter-weights {output.adapter_weights} --loss {output.loss}"
+        " --report {output.report} > {log} 2>&1"
+
+
+rule ttp_history_run:
+    """The test run of one sweep point's TTP model on one set (its N history items)."""
+    input:
+        backbone=results("ttp", "backbone", "config.json"),
+        backbone_weights=results("ttp", "backbone", "model.safetensors"),
+        adapter=results("ttp", "history", "n{hist_n}", "adapter", "adapter_config.json"),
+        adapter_weights=results(
+            "ttp", "history", "n{hist_n}", "adapter", "adapter_model.safetensors"
+        ),
+        examples=results("ttp", "history", "n{hist_n}", "{ttp_set}", "examples.jsonl"),
+        corpus=results("ttp", "{ttp_set}", "items.parquet"),
+    output:
+        run=results("ttp", "history", "n{hist_n}", "{ttp_set}", "ttp.trec"),
+        info=results("ttp", "history", "n{hist_n}", "{ttp_set}", "ttp.info.json"),
+    params:
+        ttp=lambda w: ttp_wf.history_run_params(config, w.hist_n),
+        models=lambda w: ttp_wf.history_run_models(config, w.hist_n),
+        seed=config["seed"],
+        model_cache=GGUF_CACHE,
+        encoding_cache=results("ttp", "encodings"),
+    log:
+        logs("ttp", "history_run_{ttp_set}_n{hist_n}.log"),
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    threads: ttp_wf.run_threads(config, "ttp")
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_run.py --method ttp"
+        " --examples {input.examples} --items {input.corpus} --models {params.models:q}"
+        " --seed {params.seed} --threads {threads}"
+        " --params {params.ttp:q} --run {output.run} --info {output.info}"
+        " --model-cache {params.model_cache:q} --encoding-cache {params.encoding_cache:q}"
+        " > {log} 2>&1"
+
+
+rule ttp_history_evaluate:
+    """Recall@20 per test set and N with bootstrap CIs (Figure 6's values) and the sweep's
+    per-query measures (the history_length_peak claim's)."""
+    input:
+        examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
+        runs=expand(
+            results("ttp", "history", "n{hist_n}", "{ttp_set}", "ttp.trec"),
+            hist_n=TTP_HISTORY_VALUES,
+            ttp_set=TTP_SETS,
+        ),
+    output:
+        per_query=results("ttp", "history", "per_query.parquet"),
+        figure6=results("ttp", "history", "figure6.parquet"),
+    params:
+        ttp=params_json("ttp", keys=("evaluation",)),
+        seed=config["seed"],
+        runs=lambda w: " ".join(
+            f"{n}:{s}:{results('ttp', 'history', f'n{n}', s, 'ttp.trec')}"
+            for n in TTP_HISTORY_VALUES
+            for s in TTP_SETS
+        ),
+    log:
+        logs("ttp", "history_evaluate.log"),
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_history_evaluate.py --examples {input.examples}"
+        " --runs {params.runs} --seed {params.seed} --params {params.ttp:q}"
+        " --per-query {output.per_query} --figure6 {output.figure6} > {log} 2>&1"
+
+
+rule ttp_figure6:
+    """Figure 6: Recall@20 per test set against the history length N (CSV and PDF)."""
+    input:
+        figure6=results("ttp", "history", "figure6.parquet") if TTP_HISTORY_VALUES else [],
+        paper_results="config/paper_results/ttp.yaml",
+    output:
+        csv=results("ttp", "figure6.csv"),
+        pdf=generated("ttp_figure6.pdf"),
+    params:
+        label=config["label"],
+        main_n=TTP["history"]["n"],
+        rows=lambda w, input: f"--rows {input.figure6}" if input.figure6 else "",
+    log:
+        logs("ttp", "figure6.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_figure6.py {params.rows}"
+        " --paper-results {input.paper_results} --main-n {params.main_n}"
+        " --label {params.label:q} --csv {output.csv} --pdf {output.pdf} > {log} 2>&1"
+
+
 if TTP["enabled"]:
     FINAL_TARGETS.extend(
         [
@@ -703,6 +901,8 @@ if TTP["enabled"]:
             generated("ttp_table8.tex"),
             results("ttp", "figure8.csv"),
             generated("ttp_figure8.pdf"),
+            results("ttp", "figure6.csv"),
+            generated("ttp_figure6.pdf"),
         ]
     )
     if TTP_RL_VARIANTS:

@@ -11,9 +11,13 @@ def main() -> None:
     ap.add_argument("--per-query", required=True)
     ap.add_argument("--paper-results", required=True, help="the TTP paper's values (YAML)")
     ap.add_argument(
-        "--params", type=json_arg, required=True, help="{evaluation, student} of the ttp section"
+        "--params",
+        type=json_arg,
+        required=True,
+        help="{evaluation, student, history} of the ttp section",
     )
     ap.add_argument("--relevance", nargs="*", default=[], help="ttp_relevance outputs")
+    ap.add_argument("--history-sweep", help="the history-length sweep's per-query measures")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--out-dir", required=True)
     args = ap.parse_args()
@@ -26,6 +30,8 @@ def main() -> None:
         out_dir=args.out_dir,
         relevance_paths=args.relevance,
         teacher=args.params["student"]["teacher"],
+        history_sweep_path=args.history_sweep,
+        main_n=args.params["history"]["n"],
     )
     log.info("%s", summary)
 

@@ -202,12 +202,16 @@ def test_run_ablations_and_outputs_write_every_file(tmp_path, paper):
     for name in ("table6.parquet", "table7.parquet", "figure5.parquet", "claims.json"):
         assert (out / name).is_file()
     claims = json.loads((out / "claims.json").read_text(encoding="utf-8"))
-    # the ablation claims and Table 4's, in the paper's order
+    # the ablation claims, Table 4's and the history sweep's, in the paper's order
+    from personalir.ttp.history_sweep import CLAIM_ID as SWEEP
     from personalir.ttp.table4_claims import CLAIM_IDS as T4
 
     order = [c["id"] for c in yaml.safe_load(PAPER_PATH.read_text())["claims"]]
-    want = [i for i in order if i in set(ab.CLAIM_IDS) | set(T4)]
+    want = [i for i in order if i in set(ab.CLAIM_IDS) | set(T4) | {SWEEP}]
     assert [c["id"] for c in claims] == want
+    # no sweep given: its claim is not applicable, and says why
+    sweep = next(c for c in claims if c["id"] == SWEEP)
+    assert sweep["status"] == "not applicable" and "no history-length sweep" in sweep["detail"]
 
     tex, csv, pdf = tmp_path / "tex", tmp_path / "csv", tmp_path / "fig" / "figure5.pdf"
     make_ablation_outputs(

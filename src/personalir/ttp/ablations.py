@@ -536,11 +536,15 @@ def run_ablations(
     out_dir: str | Path,
     relevance_paths: Sequence[str | Path] = (),
     teacher: str = "ttp_rl",
+    history_sweep_path: str | Path | None = None,
+    main_n: int | None = None,
 ) -> dict:
     """Write ``table6.parquet``, ``table7.parquet``, ``figure5.parquet`` and ``claims.json``
     into ``out_dir``; return a summary (methods present and missing, claim statuses).
     ``relevance_paths``: the ``ttp_relevance`` outputs (Table 4's Relevance column, for the
-    claims that include it); ``teacher``: the distilled student's teacher (Table 8)."""
+    claims that include it); ``teacher``: the distilled student's teacher (Table 8);
+    ``history_sweep_path``: the sweep's per-query measures (Figure 6), whose claim expects the
+    peak at ``main_n`` (the main run's ``history.n``)."""
     import yaml
 
     frame = read_parquet(per_query_path)
@@ -580,6 +584,9 @@ def run_ablations(
         relevance=read_relevance_records(relevance_paths) if relevance_paths else None,
         teacher=teacher,
     )
+    from personalir.ttp.history_sweep import sweep_claims
+
+    found += sweep_claims(paper_claims, history_sweep_path, main_n=main_n, **kw)
     rank = {c["id"]: i for i, c in enumerate(paper_claims)}
     claims = sorted(found, key=lambda c: rank[c["id"]])
     write_json(out_dir / "claims.json", _json_safe(claims))

@@ -200,8 +200,7 @@ def fine_tune_dense(
     import torch
 
     from personalir.ttp.baselines import history_aware_text, history_word_budget
-    from personalir.ttp.data import ItemCorpus
-    from personalir.ttp.selection import SelectionSettings, candidate_pool
+    from personalir.ttp.selection import SelectionSettings
 
     torch.set_num_threads(threads)
     corpus = merge_corpora(items_paths)
@@ -239,12 +238,11 @@ def fine_tune_dense(
             queries.append(query_text(ex))
             items.append(corpus[ex.target].text(fields, maxf))
             ids.append(ex.target)
-        valid = [ex for ex in examples if ex.split == "valid"]
-        if valid:
-            set_corpus = ItemCorpus.read(items_path)
-            pool = candidate_pool(valid, set_corpus, selection.pool_size, seed)
-            texts = [set_corpus[i].text(fields, maxf) for i in pool]
-            validation.append((valid, [query_text(ex) for ex in valid], pool, texts))
+        validation.extend(
+            validation_pool(
+                examples, items_path, query_text, selection.pool_size, seed, fields, maxf
+            )
+        )
     report = fine_tune(
         ttp["dense"]["model"],
         queries,
@@ -261,3 +259,19 @@ def fine_tune_dense(
     write_json(report_out, report)
     log(json.dumps(report))
     return report
+
+
+def validation_pool(examples, items_path, query_text, pool_size, seed, fields, max_features):
+    """``[(valid examples, their query texts, candidate item ids, candidate texts)]`` of one
+    example set for epoch selection (empty when the set has no validation searches):
+    ``query_text(example)`` is the text the model under selection embeds."""
+    from personalir.ttp.data import ItemCorpus
+    from personalir.ttp.selection import candidate_pool
+
+    valid = [ex for ex in examples if ex.split == "valid"]
+    if not valid:
+        return []
+    set_corpus = ItemCorpus.read(items_path)
+    pool = candidate_pool(valid, set_corpus, pool_size, seed)
+    texts = [set_corpus[i].text(fields, max_features) for i in pool]
+    return [(valid, [query_text(ex) for ex in valid], pool, texts)]

@@ -62,10 +62,9 @@ def train_student(
     teacher's rewrites (one rewrites file per examples file), the epoch kept on validation."""
     import torch
 
-    from personalir.ttp.data import ItemCorpus
     from personalir.ttp.decoupled import read_rewrites
-    from personalir.ttp.dense_ft import DenseFTSettings, fine_tune
-    from personalir.ttp.selection import SelectionSettings, candidate_pool
+    from personalir.ttp.dense_ft import DenseFTSettings, fine_tune, validation_pool
+    from personalir.ttp.selection import SelectionSettings
 
     terms = variant_terms(variant)
     if len(rewrites_paths) != len(examples_paths):
@@ -94,13 +93,17 @@ def train_student(
             views.append(q_r)
             items.append(corpus[ex.target].text(fields, maxf))
             ids.append(ex.target)
-        valid = [ex for ex in examples if ex.split == "valid"]
-        if valid:
-            set_corpus = ItemCorpus.read(items_path)
-            pool = candidate_pool(valid, set_corpus, selection.pool_size, seed)
-            texts = [set_corpus[i].text(fields, maxf) for i in pool]
-            qs = [student_texts(ex, corpus, fields, maxf, "")[0] for ex in valid]
-            validation.append((valid, qs, pool, texts))
+        validation.extend(
+            validation_pool(
+                examples,
+                items_path,
+                lambda ex: student_texts(ex, corpus, fields, maxf, "")[0],
+                selection.pool_size,
+                seed,
+                fields,
+                maxf,
+            )
+        )
     report = fine_tune(
         section["model"],
         queries,

@@ -360,3 +360,40 @@ def cache_store_params(config: Mapping) -> str:
     """The ``ttp`` sections the store's job reads: the teacher's, history selection, serving."""
     teacher = config["ttp"]["student"]["teacher"]
     return run_params(config, teacher, ("history", "serving", "student"))
+
+
+# --------------------------------------------------------------------------- history sweep
+def history_values(config: Mapping) -> list[int]:
+    """The history-length sweep's N values (Figure 6); [] when TTP or the sweep is off."""
+    from personalir.ttp.history_sweep import sweep_values
+
+    return sweep_values(config["ttp"]) if config["ttp"].get("enabled", True) else []
+
+
+def history_dir(results_dir: str, n) -> str:
+    """The folder of one sweep point (its examples, targets, adapter and runs)."""
+    return f"{results_dir}/ttp/history/n{n}"
+
+
+def history_params(config: Mapping, n, keys: tuple[str, ...]) -> str:
+    """The ``keys`` of the ``ttp`` section as sweep point ``n`` runs with it (JSON)."""
+    from personalir.ttp.history_sweep import point_ttp
+
+    ttp = point_ttp(config["ttp"], int(n))
+    return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
+
+
+def history_run_params(config: Mapping, n) -> str:
+    """The TTP run's ``ttp`` sections (:func:`run_params`' keys for ``ttp``) at point ``n``."""
+    keys = ("items", "depth", *method_class("ttp").config_keys)
+    return history_params(config, n, keys)
+
+
+def history_run_models(config: Mapping, n) -> str:
+    """The TTP run's models at sweep point ``n``: the backbone and the point's adapter."""
+    res = config["results_dir"]
+    models = {
+        "ttp_backbone": f"{res}/ttp/backbone",
+        "ttp_adapter": f"{history_dir(res, n)}/adapter",
+    }
+    return json.dumps(models, sort_keys=True, separators=(",", ":"))
