@@ -2,6 +2,7 @@
 # The manuscript decides what the PDF depends on: every `generated/...` file that
 # paper/main.tex inputs is an input of `paper_pdf`, made by whichever rule outputs it into
 # GENERATED (this configuration's `<results_dir>/paper/generated/`).
+from personalir.report.expected import expected_tables
 from personalir.report.paper import paper_inputs
 
 PAPER_INPUTS = paper_inputs("paper/main.tex", GENERATED)
@@ -62,6 +63,79 @@ rule paper_pdf:
         "python -u workflow_scripts/build_paper.py --engine {params.engine} --tex {input.main}"
         " --generated {params.generated:q} --pdf {output.pdf} > {log} 2>&1"
 
+
+if config["paper"]["expected"]:
+
+    rule expected_results:
+        """Every headline value of every table against this configuration's expected results
+        (`paper.expected`, with tolerances); fails naming each value that moved."""
+        input:
+            expected=config["paper"]["expected"],
+            tables=expected_tables(config["paper"]["expected"], RESULTS),
+        output:
+            csv=results("report", "expected_check.csv"),
+        params:
+            results_dir=lambda w: RESULTS,
+        log:
+            logs("report", "expected_results.log"),
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        threads: 1
+        conda:
+            "../envs/report.yaml"
+        shell:
+            "python -u workflow_scripts/expected_results.py --results-dir {params.results_dir:q}"
+            " --expected {input.expected} --csv {output.csv} > {log} 2>&1"
+            " || (cat {log} >&2; exit 1)"
+
+    FINAL_TARGETS.append(results("report", "expected_check.csv"))
+
+# The tables the claims read that this configuration produces (a claim whose table is absent
+# is reported as not applicable), and the TTP stage's claims.
+CLAIM_INPUTS = [
+    t
+    for t in (
+        results("retrieval", "table_flip_rrstd.csv"),
+        results("retrieval", "table_degradation.csv"),
+        results("retrieval", "table_effectiveness.csv"),
+        results("validation", "ratings.csv"),
+        results("validation", "agreement.csv"),
+        results("syntax", "attribution.csv"),
+        results("errors", "sampling_eval.csv"),
+    )
+    if t in FINAL_TARGETS
+] + ([results("ttp", "ablations", "claims.json")] if config["ttp"]["enabled"] else [])
+
+
+rule report_claims:
+    """The PQB paper's claims, each evaluated on this run's tables (held / not held / not
+    applicable, margin, CI), with the TTP claims; `python -m personalir.report.claims` does
+    the same on any results tree."""
+    input:
+        tables=CLAIM_INPUTS,
+        paper="config/paper_results/pqb.yaml",
+    output:
+        csv=results("report", "claims.csv"),
+        md=results("report", "claims.md"),
+    params:
+        retrieval=params_json("retrieval", keys=("use", "retrievers")),
+        results_dir=lambda w: RESULTS,
+    log:
+        logs("report", "claims.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/report.yaml"
+    shell:
+        "python -u workflow_scripts/report_claims.py --results-dir {params.results_dir:q}"
+        " --retrieval {params.retrieval:q} --paper-results {input.paper}"
+        " --csv {output.csv} --md {output.md} > {log} 2>&1"
+
+
+FINAL_TARGETS.extend([results("report", "claims.csv"), results("report", "claims.md")])
 
 if CATALOGUE_DOMAINS == DOMAINS:  # the statistics count products too
     FINAL_TARGETS.append(results("report", "dataset_statistics.csv"))

@@ -840,6 +840,12 @@ rule ttp_history_evaluate:
             hist_n=TTP_HISTORY_VALUES,
             ttp_set=TTP_SETS,
         ),
+        # each run's well-formed share (read beside its .trec)
+        infos=expand(
+            results("ttp", "history", "n{hist_n}", "{ttp_set}", "ttp.info.json"),
+            hist_n=TTP_HISTORY_VALUES,
+            ttp_set=TTP_SETS,
+        ),
     output:
         per_query=results("ttp", "history", "per_query.parquet"),
         figure6=results("ttp", "history", "figure6.parquet"),

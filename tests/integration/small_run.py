@@ -22,6 +22,7 @@ sample:
   n_users: 30
 paper:
   build_pdf: false
+  expected: null  # a reduced sample's values are not the sample's
 """
 CONFIG_ARGS = ["--configfile", "config/config.yaml", "config/small.yaml"]
 # The data stage of the domain plus the provenance of its folders.

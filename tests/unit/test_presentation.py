@@ -30,7 +30,7 @@ def rule_files() -> dict[str, str]:
     """Rule name -> the rules/*.smk file that defines it."""
     found = {}
     for smk in sorted((REPO / "rules").glob("*.smk")):
-        for name in re.findall(r"^rule (\w+):", smk.read_text(encoding="utf-8"), re.M):
+        for name in re.findall(r"^\s*rule (\w+):", smk.read_text(encoding="utf-8"), re.M):
             found[name] = f"rules/{smk.name}"
     return found
 

@@ -232,3 +232,21 @@ def test_sweep_claims_read_the_per_query_file_or_say_why_not(tmp_path):
     assert v["status"] == "held"
     (none,) = hs.sweep_claims(claims, None, main_n=3, **KW)
     assert none["status"] == "not applicable" and "no history-length sweep" in none["detail"]
+
+
+def test_well_formed_shares_read_beside_each_run_and_reach_the_csv(tmp_path):
+    runs = []
+    for n, ex_set, share in ((1, "A", 0.0), (1, "B", 0.5), (3, "A", 1.0)):
+        run = tmp_path / f"n{n}" / ex_set / "ttp.trec"
+        run.parent.mkdir(parents=True)
+        run.write_text("")
+        (run.parent / "ttp.info.json").write_text(json.dumps({"well_formed_share": share}))
+        runs.append((n, ex_set, run))
+    assert hs.well_formed_shares(runs) == {1: 0.25, 3: 1.0}
+    rows = hs.figure6_rows(_sweep(PEAK_AT_3), **KW, well_formed={1: 0.25, 3: 1.0})
+    table = figure6_table(rows)
+    got = table.drop_duplicates("N").set_index("N")["Well-formed"]
+    assert got[1] == 0.25 and got[3] == 1.0 and pd.isna(got[8])
+    (tmp_path / "n3" / "A" / "ttp.info.json").write_text("{}")
+    with pytest.raises(ValueError, match="ttp.info.json: no well_formed_share"):
+        hs.well_formed_shares(runs)

@@ -15,7 +15,7 @@ import pandas as pd
 from personalir.common.io import atomic_open, read_parquet
 
 SETS = ("General", "Broad", "LongTail", "Avg")
-COLUMNS = ("N", "Set", "Recall@20", "CI low", "CI high", "Queries")
+COLUMNS = ("N", "Set", "Recall@20", "CI low", "CI high", "Queries", "Well-formed")
 
 
 def figure6_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -32,6 +32,10 @@ def figure6_table(rows: pd.DataFrame) -> pd.DataFrame:
             "CI low": out["ci_low"].to_numpy(),
             "CI high": out["ci_high"].to_numpy(),
             "Queries": out["queries"].astype(int).to_numpy(),
+            # share of the point's test generations that were well formed (not per set)
+            "Well-formed": out.get(
+                "well_formed_share", pd.Series(float("nan"), out.index)
+            ).to_numpy(),
         }
     )
 
@@ -80,7 +84,14 @@ def plot(table: pd.DataFrame, *, out: str | Path, title: str, main_n: int, note:
     if not table.empty:
         ax.axvline(main_n, color="grey", linewidth=0.8, linestyle=":")
         ax.set_xticks(sorted(set(table["N"])))
-        ax.set_xlabel(f"history length N (main configuration: N = {main_n})")
+        formed = table.drop_duplicates("N").set_index("N")["Well-formed"]
+        ax.set_xlabel(
+            f"history length N (main configuration: N = {main_n})\nwell-formed rewrites: "
+            + ", ".join(
+                f"N={n}: {'n/a' if pd.isna(v) else f'{100 * v:.0f}%'}" for n, v in formed.items()
+            ),
+            fontsize=7,
+        )
         ax.set_ylabel("Recall@20 (x100)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.22))

@@ -143,11 +143,32 @@ def sweep_frame(
     return pd.concat(frames, ignore_index=True)
 
 
+def well_formed_shares(runs: Sequence[tuple[int, str, str | Path]]) -> dict[int, float]:
+    """Per N, the mean over example sets of the share of test queries whose generation was a
+    well-formed ``<think>..</think><embed>`` (each run's ``.info.json`` beside its ``.trec``):
+    a point whose model never learnt the format embeds without a rewrite."""
+    shares: dict[int, list[float]] = {}
+    for n, _, path in runs:
+        info_path = Path(str(path)).with_suffix(".info.json")
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+        if "well_formed_share" not in info:
+            raise ValueError(f"{info_path}: no well_formed_share")
+        shares.setdefault(int(n), []).append(float(info["well_formed_share"]))
+    return {n: float(np.mean(v)) for n, v in sorted(shares.items())}
+
+
 def figure6_rows(
-    frame: pd.DataFrame, *, samples: int, confidence: float, seed: int, measure: str = MEASURE
+    frame: pd.DataFrame,
+    *,
+    samples: int,
+    confidence: float,
+    seed: int,
+    measure: str = MEASURE,
+    well_formed: Mapping[int, float] | None = None,
 ) -> pd.DataFrame:
     """Long table: one row per (N, test set or Avg) with the mean ``measure``, its percentile
-    bootstrap CI and the number of queries; the Avg's CI resamples each set independently."""
+    bootstrap CI and the number of queries; the Avg's CI resamples each set independently.
+    ``well_formed`` (N -> share, :func:`well_formed_shares`) adds that column."""
     from personalir.common.seeding import rng
 
     rows = []
@@ -166,6 +187,7 @@ def figure6_rows(
                     "ci_low": boot[s]["ci_low"],
                     "ci_high": boot[s]["ci_high"],
                     "queries": int(boot[s]["queries"]),
+                    "well_formed_share": (well_formed or {}).get(int(n), float("nan")),
                 }
             )
     return pd.DataFrame(rows)
@@ -188,6 +210,7 @@ def evaluate_sweep(
         samples=int(ttp_eval["bootstrap_samples"]),
         confidence=float(ttp_eval["confidence"]),
         seed=seed,
+        well_formed=well_formed_shares(runs),
     )
     write_parquet(per_query_out, frame)
     write_parquet(figure6_out, rows)
