@@ -7,6 +7,7 @@
    changed code (the workflow script or a module it imports), changed inputs, or outputs that
    are missing or differ. Snakemake does not rerun a job when imported library code changes,
    so those jobs are forced (`--forcerun` of their outputs; everything downstream follows).
+   The recorded outputs' times are set in pipeline order first, so that nothing else reruns.
 3. Run the workflow, `dvc commit` every stage, push to the in-repo remote, drop objects no
    longer referenced, and set file times in pipeline order again (DVC rewrites files).
 
@@ -70,6 +71,16 @@ def main(argv=None) -> int:
     run(sys.executable, "scripts/dvc_from_snakemake.py")
     forced = stale_outputs() if (ROOT / "dvc.lock").exists() else []
     print(f"{len(forced)} outputs of stages that no longer match dvc.lock will be rebuilt")
+    if (ROOT / "dvc.lock").exists():
+        # Times in pipeline order first: after a checkout (or `fetch_artifacts.py`, which
+        # leaves times alone when stages are stale) they are in checkout order, and Snakemake
+        # would rebuild nearly everything; the stale stages are forced above anyway.
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from fetch_artifacts import restore_times
+
+        lock = yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))
+        dvc_yaml = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
+        print(f"times of {restore_times(dvc_yaml, lock)} recorded outputs set in pipeline order")
     snakemake = [tool("snakemake"), "--profile", "profiles/local"]
     if forced:
         snakemake += ["--forcerun", *forced]
