@@ -137,6 +137,27 @@ rule report_claims:
 
 FINAL_TARGETS.extend([results("report", "claims.csv"), results("report", "claims.md")])
 
+
+rule report_claims_table:
+    """The PQB claims' verdicts as the paper's LaTeX table (the TTP claims have theirs)."""
+    input:
+        claims=results("report", "claims.csv"),
+    output:
+        tex=generated("pqb_claims.tex"),
+    params:
+        label=config["label"],
+    log:
+        logs("report", "claims_table.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/report.yaml"
+    shell:
+        "python -u workflow_scripts/report_claims_table.py --claims {input.claims}"
+        " --label {params.label:q} --tex {output.tex} > {log} 2>&1"
+
 if CATALOGUE_DOMAINS == DOMAINS:  # the statistics count products too
     FINAL_TARGETS.append(results("report", "dataset_statistics.csv"))
 if config["paper"]["build_pdf"]:
