@@ -480,14 +480,17 @@ def evaluate_all(results_dir: str | Path, config: Mapping, paper: str | Path = P
 _num = lambda x: NAN if x is None or x == "" else float(x)
 
 
+def margin_text(claim: Mapping) -> str:
+    """``+1.23 [+0.50, +2.00]``; the interval left out where a bound is missing, ``--`` when
+    the margin is."""
+    m, lo, hi = (_num(claim.get(k)) for k in ("margin", "ci_low", "ci_high"))
+    if math.isnan(m):
+        return "--"
+    return f"{m:+.2f}" + ("" if math.isnan(lo) or math.isnan(hi) else f" [{lo:+.2f}, {hi:+.2f}]")
+
+
 def markdown(claims: Sequence[Mapping]) -> str:
     md = lambda t: str("" if t is None else t).replace("|", "\\|").replace("\n", " ")
-
-    def margin(c) -> str:
-        m, lo, hi = (_num(c.get(k)) for k in ("margin", "ci_low", "ci_high"))
-        if math.isnan(m):
-            return "--"
-        return f"{m:+.2f}" + ("" if math.isnan(lo) else f" [{lo:+.2f}, {hi:+.2f}]")
 
     lines = ["# Paper claims (PQB, TTP)", ""]
     lines += [f"- {s}: {sum(c['status'] == s for c in claims)}" for s in STATUSES]
@@ -496,7 +499,7 @@ def markdown(claims: Sequence[Mapping]) -> str:
     lines += ["| paper | id | table | status | measured | margin [CI] | text |", "|---" * 7 + "|"]
     for c in claims:
         cells = [c.get("paper", ""), f"`{c['id']}`", c.get("table", ""), c["status"]]
-        cells += [c.get("measured", ""), margin(c), c.get("text", "")]
+        cells += [c.get("measured", ""), margin_text(c), c.get("text", "")]
         lines.append("| " + " | ".join(md(x) for x in cells) + " |")
     return "\n".join(lines) + "\n"
 

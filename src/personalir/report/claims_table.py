@@ -7,22 +7,15 @@ computes nothing. The TTP claims have their own table (``ttp_claims``).
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pandas as pd
 
 from personalir.common.io import write_text
 from personalir.common.latex import escape
+from personalir.report.claims import margin_text
 
 COLUMNS = ["Claim", "Paper's statement", "Status", "Measured", "Margin [CI]"]
-
-
-def _margin(row: pd.Series) -> str:
-    m, lo, hi = (float(row[k]) for k in ("margin", "ci_low", "ci_high"))
-    if math.isnan(m):
-        return "--"
-    return f"{m:+.2f}" + ("" if math.isnan(lo) or math.isnan(hi) else f" [{lo:+.2f}, {hi:+.2f}]")
 
 
 def claims_frame(claims: pd.DataFrame, paper: str = "PQB") -> pd.DataFrame:
@@ -34,7 +27,7 @@ def claims_frame(claims: pd.DataFrame, paper: str = "PQB") -> pd.DataFrame:
             "Paper's statement": rows["text"].fillna("").to_numpy(),
             "Status": rows["status"].to_numpy(),
             "Measured": rows["measured"].fillna("").to_numpy(),
-            "Margin [CI]": [_margin(r) for _, r in rows.iterrows()],
+            "Margin [CI]": [margin_text(r) for r in rows.to_dict("records")],
         },
         columns=COLUMNS,
     )
