@@ -14,19 +14,24 @@ TTP_METHODS = TTP["methods"]
 TTP_RL_VARIANTS = ttp_wf.rl_variants(config)
 TTP_RELEVANCE_METHODS = ttp_wf.relevance_methods(config)
 TTP_HISTORY_VALUES = ttp_wf.history_values(config)
+TTP_PUBLIC = ttp_wf.public_sets(config)
 
 
 wildcard_constraints:
-    ttp_set="|".join(TTP_SETS),
+    ttp_set="|".join([*TTP_SETS, *TTP_PUBLIC]),
+    public="|".join(TTP_PUBLIC) or "(?!)",
     method="|".join(TTP_METHODS),
     variant="dense|history_aware|decoupled",
     rl_variant="|".join(TTP_RL_VARIANTS) or "(?!)",
     student_variant="|".join(ttp_wf.student_variants(config)) or "(?!)",
     hist_n="|".join(map(str, TTP_HISTORY_VALUES)) or "(?!)",
+    fusion="|".join(ttp_wf.FUSION_KINDS),
 
 
 rule ttp_examples:
     """Examples of one set with their top-N history (relevance model), and the set's items."""
+    wildcard_constraints:
+        ttp_set="|".join(TTP_SETS),
     input:
         unpack(lambda w: ttp_wf.example_inputs(config, w.ttp_set)),
     output:
@@ -176,6 +181,43 @@ rule ttp_rewriter:
         " --report {output.report} > {log} 2>&1"
 
 
+rule ttp_embedder:
+    """The LLM-embedding baseline (the paper's Qwen-Embedding row): the SFT recipe on the
+    same examples without history or generation, InfoNCE only; epoch chosen on validation."""
+    input:
+        backbone=results("ttp", "backbone", "config.json"),
+        backbone_weights=results("ttp", "backbone", "model.safetensors"),
+        sft=expand(results("ttp", "{ttp_set}", "sft.jsonl"), ttp_set=TTP_SETS),
+        corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
+        examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
+    output:
+        adapter=results("ttp", "embedder", "adapter", "adapter_config.json"),
+        # ~20 MB like the SFT adapter's: temporary, not recorded by DVC.
+        adapter_weights=temp(results("ttp", "embedder", "adapter", "adapter_model.safetensors")),
+        loss=results("ttp", "embedder", "loss.json"),
+        report=results("ttp", "embedder", "train.report.json"),
+    params:
+        ttp=params_json(
+            "ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection")
+        ),
+        seed=config["seed"],
+    log:
+        logs("ttp", "embedder.log"),
+    resources:
+        mem_mb=8000,
+        runtime=240,
+    threads: ttp_wf.sft_threads(config)
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_sft.py --embedder --backbone $(dirname {input.backbone})"
+        " --sft {input.sft} --items {input.corpus} --examples {input.examples}"
+        " --seed {params.seed} --threads {threads}"
+        " --params {params.ttp:q} --adapter {output.adapter}"
+        " --adapter-weights {output.adapter_weights} --loss {output.loss}"
+        " --report {output.report} > {log} 2>&1"
+
+
 rule ttp_rewrites:
     """The frozen rewriter's rewrite of every example of one set (train, valid, test)."""
     input:
@@ -299,6 +341,39 @@ rule ttp_dense_ft:
         " --seed {params.seed} --threads {threads} --params {params.ttp:q} --model {output.model}"
         " --weights {output.weights}"
         " --report {output.report} > {log} 2>&1"
+
+
+rule ttp_fusion:
+    """A history-fusion baseline (`{fusion}`: UIA's attention over the history, or the
+    MAPs-style mixture of attention experts) on the frozen query-only bi-encoder, InfoNCE;
+    epoch chosen on validation."""
+    input:
+        unpack(lambda w: ttp_wf.fusion_inputs(config)),
+        examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
+        corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
+    output:
+        model=results("ttp", "fusion", "{fusion}", "fusion.json"),
+        # Megabytes of float32 projections: temporary like the bi-encoders' weights.
+        weights=temp(results("ttp", "fusion", "{fusion}", "fusion.safetensors")),
+        report=results("ttp", "fusion", "{fusion}.report.json"),
+    params:
+        ttp=params_json("ttp", keys=("fusion", "items", "selection")),
+        dense=ttp_wf.dense_model(config, "dense"),
+        seed=config["seed"],
+    log:
+        logs("ttp", "fusion_{fusion}.log"),
+    resources:
+        mem_mb=3000,
+        runtime=30,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_fusion.py --kind {wildcards.fusion}"
+        " --examples {input.examples} --items {input.corpus} --dense-model {params.dense:q}"
+        " --seed {params.seed} --threads {threads} --params {params.ttp:q}"
+        " --model {output.model} --weights {output.weights} --report {output.report}"
+        " > {log} 2>&1"
 
 
 rule ttp_teacher_rewrites:
@@ -584,6 +659,7 @@ rule ttp_ablations:
             method=TTP_RELEVANCE_METHODS,
         ),
         history_sweep=results("ttp", "history", "per_query.parquet") if TTP_HISTORY_VALUES else [],
+        public=results("ttp", "public", "claims.json") if TTP_PUBLIC else [],
     output:
         table6=results("ttp", "ablations", "table6.parquet"),
         table7=results("ttp", "ablations", "table7.parquet"),
@@ -596,6 +672,7 @@ rule ttp_ablations:
         history_sweep=lambda w, input: (
             f"--history-sweep {input.history_sweep}" if input.history_sweep else ""
         ),
+        public=lambda w, input: f"--public-claims {input.public}" if input.public else "",
     log:
         logs("ttp", "ablations.log"),
     resources:
@@ -607,7 +684,7 @@ rule ttp_ablations:
     shell:
         "python -u workflow_scripts/ttp_ablations.py --per-query {input.per_query}"
         " --paper-results {input.paper_results} --params {params.ttp:q} --seed {params.seed}"
-        " --relevance {params.relevance} {params.history_sweep}"
+        " --relevance {params.relevance} {params.history_sweep} {params.public}"
         " --out-dir $(dirname {output.claims}) > {log} 2>&1"
 
 
@@ -897,10 +974,138 @@ rule ttp_figure6:
         " --label {params.label:q} --csv {output.csv} --pdf {output.pdf} > {log} 2>&1"
 
 
+for _fmt in ("personalwab", "kuaisearch"):
+
+    rule:
+        name:
+            f"ttp_public_fixture_{_fmt}"
+        wildcard_constraints:
+            public="|".join(ttp_wf.public_sets_of(config, _fmt)) or "(?!)",
+        input:
+            unpack(lambda w: ttp_wf.public_fixture_inputs(config, w.public)),
+        output:
+            files=[
+                results("ttp", "public", "{public}", "files", *f.split("/"))
+                for f in ttp_wf.PUBLIC_FIXTURE_FILES[_fmt]
+            ],
+            report=results("ttp", "public", "{public}", "files.report.json"),
+        params:
+            fmt=_fmt,
+            domain=lambda w: TTP_PUBLIC[w.public]["fixture_domain"],
+            seed=config["seed"],
+            test_share=TTP["split"]["test_share"],
+            out_dir=lambda w: ttp_wf.public_fixture_dir(RESULTS, w.public),
+        log:
+            logs("ttp", "public_fixture_{public}.log"),
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        threads: 1
+        conda:
+            "../envs/ttp.yaml"
+        shell:
+            "python -u workflow_scripts/ttp_public_fixture.py --format {params.fmt}"
+            " --domain {params.domain} --reviews {input.reviews} --meta {input.meta}"
+            " --search-log {input.search_log} --seed {params.seed}"
+            " --test-share {params.test_share} --out-dir {params.out_dir:q}"
+            " --report {output.report} > {log} 2>&1"
+
+
+rule ttp_public_examples:
+    """One public set's test searches (Table 5) with their top-N history, and its items."""
+    input:
+        unpack(lambda w: ttp_wf.public_source_inputs(config, w.public)),
+    output:
+        examples=results("ttp", "{public}", "examples.jsonl"),
+        corpus=results("ttp", "{public}", "items.parquet"),
+        report=results("ttp", "{public}", "examples.report.json"),
+    params:
+        ttp=params_json("ttp", keys=("history", "items", "public")),
+        fmt=lambda w: TTP_PUBLIC[w.public]["format"],
+        data_dir=lambda w: ttp_wf.public_data_dir(config, w.public),
+    log:
+        logs("ttp", "public_examples_{public}.log"),
+    resources:
+        mem_mb=3000,
+        runtime=20,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_public_examples.py --set {wildcards.public}"
+        " --format {params.fmt} --data-dir {params.data_dir:q} --params {params.ttp:q}"
+        " --examples {output.examples} --items {output.corpus} --report {output.report}"
+        " > {log} 2>&1"
+
+
+rule ttp_public_evaluate:
+    """Table 5's measures (HR@20, nDCG@20, Recall@20; bootstrap CIs) of every public set's
+    runs, and the paper's claim on them."""
+    input:
+        runs=[path for _, _, path in ttp_wf.public_run_specs(config)],
+        examples=expand(results("ttp", "{public}", "examples.jsonl"), public=list(TTP_PUBLIC)),
+        paper_results="config/paper_results/ttp.yaml",
+    output:
+        per_query=results("ttp", "public", "per_query.parquet"),
+        summary=results("ttp", "public", "summary.parquet"),
+        claims=results("ttp", "public", "claims.json"),
+    params:
+        ttp=params_json("ttp", keys=("evaluation",)),
+        seed=config["seed"],
+        runs=" ".join(f"{s}:{m}:{p}" for s, m, p in ttp_wf.public_run_specs(config)),
+        cells=compact_json(ttp_wf.public_cells(config, "config/paper_results/ttp.yaml")),
+        examples=" ".join(
+            f"{s}:{RESULTS}/ttp/{s}/examples.jsonl" for s in TTP_PUBLIC
+        ),
+    log:
+        logs("ttp", "public_evaluate.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_public_evaluate.py --runs {params.runs}"
+        " --examples {params.examples} --paper-results {input.paper_results}"
+        " --params {params.ttp:q} --cells {params.cells:q} --seed {params.seed}"
+        " --per-query {output.per_query}"
+        " --summary {output.summary} --claims {output.claims} > {log} 2>&1"
+
+
+rule ttp_table5:
+    """Table 5 (public benchmarks, ours beside the paper's); without public sets, the
+    paper's values and the reason ours are absent."""
+    input:
+        summary=results("ttp", "public", "summary.parquet") if TTP_PUBLIC else [],
+        paper=TTP["paper_reference"] or [],
+    output:
+        csv=results("ttp", "table5.csv"),
+        tex=generated("ttp_table5.tex"),
+    params:
+        ttp=params_json("ttp", keys=("public", "paper_reference")),
+        label=config["label"],
+        summary=lambda w, input: f"--summary {input.summary}" if input.summary else "",
+    log:
+        logs("ttp", "table5.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_table5.py {params.summary}"
+        " --params {params.ttp:q} --label {params.label:q}"
+        " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+
+
 if TTP["enabled"]:
     FINAL_TARGETS.extend(
         [
             results("ttp", "table4.csv"),
+            results("ttp", "table5.csv"),
+            generated("ttp_table5.tex"),
             generated("ttp_table4.tex"),
             generated("ttp_sft_loss.pdf"),
             results("ttp", "table8.csv"),

@@ -18,6 +18,7 @@ def main() -> None:
     )
     ap.add_argument("--relevance", nargs="*", default=[], help="ttp_relevance outputs")
     ap.add_argument("--history-sweep", help="the history-length sweep's per-query measures")
+    ap.add_argument("--public-claims", help="ttp_public_evaluate's claims (Table 5)")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--out-dir", required=True)
     args = ap.parse_args()
@@ -32,6 +33,7 @@ def main() -> None:
         teacher=args.params["student"]["teacher"],
         history_sweep_path=args.history_sweep,
         main_n=args.params["history"]["n"],
+        public_claims_path=args.public_claims,
     )
     log.info("%s", summary)
 

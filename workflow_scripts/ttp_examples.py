@@ -7,12 +7,17 @@ from personalir.ttp.examples import build_example_set
 
 def main() -> None:
     ap = parser(__doc__)
-    ap.add_argument("--set", required=True, help="example set name (a domain or PersonalWAB)")
-    ap.add_argument("--source", required=True, choices=["sample_world", "personalwab"])
+    ap.add_argument(
+        "--set", required=True, help="example set name (a domain, PersonalWAB or KuaiSearch)"
+    )
+    ap.add_argument(
+        "--source", required=True, choices=["sample_world", "personalwab", "kuaisearch"]
+    )
     ap.add_argument("--search-log")
     ap.add_argument("--products")
     ap.add_argument("--meta")
     ap.add_argument("--personalwab-dir")
+    ap.add_argument("--kuaisearch-dir")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--params", type=json_arg, required=True, help="the `ttp` config section")
     ap.add_argument("--examples", required=True)
@@ -30,8 +35,14 @@ def main() -> None:
             "test_share": args.params["split"]["test_share"],
             "validation_share": args.params["split"]["validation_share"],
         }
-    else:
+    elif args.source == "personalwab":
         source_args = {"data_dir": args.personalwab_dir, "domain": args.set}
+    else:  # KuaiSearch's items file is 2.8 GB: keep the items some session names
+        source_args = {
+            "data_dir": args.kuaisearch_dir,
+            "domain": args.set,
+            "items_scope": "sessions",
+        }
     build_example_set(
         source=args.source,
         source_args=source_args,

@@ -1,5 +1,6 @@
-"""Rules ttp_sft and ttp_rewriter: LoRA SFT on every example set's teacher targets (the TTP
-model; with --rewriter, Decoupled-Stage's rewriter, token loss only)."""
+"""Rules ttp_sft, ttp_rewriter and ttp_embedder: LoRA SFT on every example set's teacher
+targets (the TTP model; with --rewriter, Decoupled-Stage's rewriter, token loss only; with
+--embedder, the LLM-embedding baseline: no history, no generation, InfoNCE only)."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import (
@@ -35,8 +36,15 @@ def main() -> None:
     ap.add_argument(
         "--rewriter", action="store_true", help="Decoupled-Stage's rewriter (token loss only)"
     )
+    ap.add_argument(
+        "--embedder",
+        action="store_true",
+        help="the LLM-embedding baseline (no history, no generation, InfoNCE only)",
+    )
     args = ap.parse_args()
-    log = setup_logging("ttp_rewriter" if args.rewriter else "ttp_sft")
+    log = setup_logging(
+        "ttp_rewriter" if args.rewriter else "ttp_embedder" if args.embedder else "ttp_sft"
+    )
     named = {name: getattr(args, name) for name in OUTPUTS}
     run_sft(
         backbone=args.backbone,
@@ -49,6 +57,7 @@ def main() -> None:
         report_out=args.report,
         threads=args.threads,
         rewriter=args.rewriter,
+        embedder=args.embedder,
         log=log.info,
     )
     require_written(named)

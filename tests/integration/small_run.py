@@ -23,6 +23,11 @@ sample:
 paper:
   build_pdf: false
   expected: null  # a reduced sample's values are not the sample's
+ttp:  # Table 5's fixture sets from the one domain there is
+  public:
+    sets:
+      Amazon: {{fixture_domain: {DOMAIN}}}
+      KuaiSearch: {{fixture_domain: {DOMAIN}}}
 """
 CONFIG_ARGS = ["--configfile", "config/config.yaml", "config/small.yaml"]
 # The data stage of the domain plus the provenance of its folders.

@@ -37,6 +37,9 @@ validation:
   judge: {{max_retries: 1, timeout_s: 30}}
   human: {{source: simulated}}
   agreement: {{bootstrap: 50}}
+ttp:
+  public:
+    sets: {{Amazon: {{fixture_domain: {DOMAIN}}}, KuaiSearch: {{fixture_domain: {DOMAIN}}}}}
 """
 RULES = [
     "validation_items",

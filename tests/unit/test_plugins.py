@@ -156,6 +156,7 @@ def test_registry_enums_are_the_registries_names():
         "retrieval/metrics/pqb/items": "personalir.retrieval.metrics:METRICS",
         "ttp/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
         "ttp/relevance_test/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
+        "ttp/public/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
         "ttp/student/teacher": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
         "validation/judge/dimensions/items": "personalir.validation.dimensions:DIMENSIONS",
     }
@@ -223,7 +224,11 @@ def test_ttp_params_from_config():
     for name, cls in PERSONAL_RETRIEVERS.entries():
         params = cls.params_from_config(ttp)
         # Every TTP variant (RL adapters, w/o Intent-Q) reads what the TTP method reads.
-        key = "ttp" if name.startswith("ttp") and name != "ttp_cached" else name
+        key = (
+            "ttp"
+            if (name.startswith("ttp") and name != "ttp_cached") or name == "llm_embedding"
+            else name
+        )
         assert params == expected.get(key, {}), name
         assert set(params) <= set(cls.default_params), name
 

@@ -102,10 +102,21 @@ def test_paired_difference_uses_only_matched_queries():
     assert d["Avg"]["queries"] == 4
 
 
+def test_llm_embedding_takes_the_qwen_embedding_row_and_is_figure5s_baseline(paper):
+    frame = _frame({**BASE, "llm_embedding": BASE["decoupled"]})
+    rows = ab.ablation_rows(frame, "table6", paper=paper, **KW)
+    assert list(rows["method"]) == [m for m in ab.TABLE6 if m != "dense"]
+    assert rows.iloc[0]["paper_key"] == "qwen_embedding"
+    fig = ab.figure5_rows(frame, paper=paper, **KW).set_index(["method", "test_set"])
+    # ttp over decoupled's values (General: 6 of 8 against 2 of 8 hits: +50 points)
+    assert fig.loc[("ttp", "General"), "gain"] == pytest.approx(50.0)
+
+
 def test_ablation_rows_order_paper_values_and_reference(paper):
     frame = _frame(BASE)
     rows = ab.ablation_rows(frame, "table6", paper=paper, **KW)
-    assert list(rows["method"]) == list(ab.TABLE6)
+    # without llm_embedding, the query-only dense baseline takes the Qwen-Embedding row
+    assert list(rows["method"]) == [m for m in ab.TABLE6 if m != "llm_embedding"]
     ttp = rows.set_index("method").loc["ttp"]
     assert ttp["General"] == pytest.approx(0.75)
     assert ttp["diff_vs_sft"] == 0.0
@@ -207,11 +218,13 @@ def test_run_ablations_and_outputs_write_every_file(tmp_path, paper):
     from personalir.ttp.table4_claims import CLAIM_IDS as T4
 
     order = [c["id"] for c in yaml.safe_load(PAPER_PATH.read_text())["claims"]]
-    want = [i for i in order if i in set(ab.CLAIM_IDS) | set(T4) | {SWEEP}]
+    want = [i for i in order if i in set(ab.CLAIM_IDS) | set(T4) | {SWEEP, "public_generalises"}]
     assert [c["id"] for c in claims] == want
     # no sweep given: its claim is not applicable, and says why
     sweep = next(c for c in claims if c["id"] == SWEEP)
     assert sweep["status"] == "not applicable" and "no history-length sweep" in sweep["detail"]
+    public = next(c for c in claims if c["id"] == "public_generalises")
+    assert public["status"] == "not applicable" and "no public sets" in public["detail"]
 
     tex, csv, pdf = tmp_path / "tex", tmp_path / "csv", tmp_path / "fig" / "figure5.pdf"
     make_ablation_outputs(

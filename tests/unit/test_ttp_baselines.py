@@ -84,7 +84,7 @@ def test_registry_lists_every_method():
     students = ["student", "student_no_qr_p", "student_no_q_qr", "student_no_qr_p_no_q_qr"]
     assert PERSONAL_RETRIEVERS.names() == sorted(
         ["bm25", "dense", "p_prf", "hyde", "history_aware", "decoupled", *TTP_VARIANTS]
-        + [*students, "ttp_cached"]
+        + [*students, "ttp_cached", "llm_embedding", "uia", "maps"]
     )
     uses = {m: PERSONAL_RETRIEVERS.get(m).uses_history for m in PERSONAL_RETRIEVERS.names()}
     assert uses == {
@@ -94,6 +94,9 @@ def test_registry_lists_every_method():
         "p_prf": True,
         "history_aware": True,
         "decoupled": True,
+        "llm_embedding": False,
+        "uia": True,
+        "maps": True,
         **dict.fromkeys(TTP_VARIANTS, True),
         **dict.fromkeys([*students, "ttp_cached"], True),
     }
@@ -108,6 +111,14 @@ def test_ttp_variants_name_their_adapter_and_retrieval():
         assert cls.model_roles == ("ttp_backbone", "ttp_adapter")
     assert adapter_dir("res", "sft") == "res/ttp/sft/adapter"
     assert adapter_dir("res", "rl:full") == "res/ttp/rl/full/adapter"
+    assert adapter_dir("res", "embedder") == "res/ttp/embedder/adapter"
+    emb = PERSONAL_RETRIEVERS.get("llm_embedding")
+    assert (emb.adapter, emb.intent_q, emb.with_history, emb.table4_row) == (
+        "embedder",
+        False,
+        False,
+        True,
+    )
     with pytest.raises(ValueError, match="unknown TTP adapter"):
         adapter_dir("res", "grpo")
 

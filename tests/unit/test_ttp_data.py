@@ -324,6 +324,7 @@ def test_ttp_domains_choose_the_example_sets():
     with pytest.raises(ValueError, match="not among the configured domains"):
         example_sets(cfg(domains=["D"]))
     assert example_sets(cfg(source="personalwab", domains=["A"])) == ["PersonalWAB"]
+    assert example_sets(cfg(source="kuaisearch", domains=None)) == ["KuaiSearch"]
     # A stage that is switched off does not stop a run with other domains.
     assert example_sets(cfg(domains=["D", "A"], enabled=False)) == ["A"]
 

@@ -357,3 +357,46 @@ def test_decoupled_retriever_trains_on_the_rewrites(tmp_path, monkeypatch):
         dense_ft.fine_tune_dense(
             variant="dense", rewrites_paths=[tmp_path / "rewrites.json"], **common
         )
+
+
+def test_embedder_is_scored_without_history_or_generation(backbone):
+    """The LLM-embedding baseline's selection: prompts hold no history, the query is embedded
+    in the rewrite's place (nothing generated); equal to the run's own retrieval, by hand."""
+    from dataclasses import replace
+
+    from personalir.ttp.baselines import LLMEmbedding, RetrievalContext
+    from personalir.ttp.evaluate import exact_search, per_query_measures
+    from personalir.ttp.selection import EmbedderScorer
+    from personalir.ttp.sft import build_prompt
+    from personalir.ttp.training import embedder_record
+
+    corpus, examples = _world()
+    settings = SFTSettings(item_fields=("title",), max_item_tokens=16, max_query_tokens=200)
+    model, tok, _ = load_backbone(backbone / "backbone")
+    enc = TTPEncoder(model, tok, max_query_tokens=200, max_item_tokens=16, batch_size=8)
+    scorer = EmbedderScorer(
+        [(examples, corpus)], SelectionSettings(pool_size=None), settings, seed=1
+    )
+    value = scorer.score(enc)
+    assert value["well_formed_share"] == 1.0
+    valid = [replace(e, selected_history=[]) for e in examples if e.split == "valid"]
+    prompts = [build_prompt(e, corpus, tok, settings) for e in valid]
+    assert not any("capo" in p and "strap" in p for p in prompts)  # no history item text
+    q = enc.encode_queries(prompts, [e.query for e in valid])
+    pool = list(corpus.ids)
+    d = enc.encode_items([corpus[i].text(("title",)) for i in pool])
+    ranking = exact_search([e.example_id for e in valid], q, pool, d, 100)
+    frame = per_query_measures(valid, {k: [i for i, _ in v] for k, v in ranking.items()}, "x")
+    assert value["MRR@100"] == pytest.approx(float(frame["MRR@100"].mean()), abs=1e-6)
+    # the run ranks the same way: the history of a test example is never read
+    ctx = RetrievalContext(
+        corpus=corpus, item_fields=("title",), models={"ttp_backbone": str(backbone / "backbone")}
+    )
+    params = {"max_query_tokens": 200, "max_item_tokens": 16, "batch_size": 8}
+    run = LLMEmbedding(ctx, params).rank([e for e in examples if e.split == "valid"])
+    assert {k: [i for i, _ in v] for k, v in run.items()} == {
+        k: [i for i, _ in v] for k, v in ranking.items()
+    }
+    # its training records: no history, the query in the rewrite's place
+    rec = embedder_record({"query": "capo", "rewrite": "a red capo", "selected_history": ["I1"]})
+    assert rec["selected_history"] == [] and rec["rewrite"] == "capo"

@@ -45,6 +45,7 @@ TABLES: dict[str, tuple[str, ...]] = {
     "retrieval/table_flip_rrstd.csv": ("domain", "retriever"),
     "retrieval/table_degradation.csv": ("domain", "retriever"),
     "ttp/table4.csv": ("Method",),
+    "ttp/table5.csv": ("Method",),
     "ttp/table6.csv": ("method",),
     "ttp/table7.csv": ("method",),
     "ttp/table8.csv": ("Method",),

@@ -8,8 +8,9 @@ intervals are percentile bootstraps that resample each set's queries with replac
 independently and recompute the per-set means and their Avg from the same draws.
 
 Our values are fractions (0..1); the paper's (``config/paper_results/ttp.yaml``) are percent.
-Claim margins are in Recall@20 points (fractions x 100). The query-only dense baseline
-(``dense``) stands in for the paper's Qwen-Embedding row. A method the frame lacks is left out
+Claim margins are in Recall@20 points (fractions x 100). The LLM-embedding baseline
+(``llm_embedding``: the TTP backbone without generation) is the paper's Qwen-Embedding row;
+without it the query-only dense baseline (``dense``) stands in. A method the frame lacks is left out
 of the tables and makes the claims that need it "not applicable".
 
 :func:`run_ablations` writes the tables' parquet files and ``claims.json``; the CSV, LaTeX and
@@ -27,48 +28,19 @@ import pandas as pd
 
 from personalir.common.io import read_parquet, write_json, write_parquet
 from personalir.common.seeding import rng
+from personalir.ttp.ablation_layout import (  # noqa: F401  (re-exported)
+    COLUMNS,
+    FIGURE5,
+    LABELS,
+    MEASURE,
+    QWEN_EMBEDDING_STAND_INS,
+    SETS,
+    TABLE6,
+    TABLE7,
+    TABLES,
+    qwen_embedding_stand_in,
+)
 
-SETS = ("General", "Broad", "LongTail")
-COLUMNS = (*SETS, "Avg")
-MEASURE = "Recall@20"
-
-# Our method name -> the paper's row key, in the paper's row order.
-TABLE6 = {
-    "dense": "qwen_embedding",
-    "decoupled": "decoupled",
-    "ttp": "ttp_sft",
-    "ttp_no_intent_q": "ttp_sft_no_intent_q",
-    "ttp_rl_no_intent_q": "ttp_sft_rl_no_intent_q",
-    "ttp_rl_no_dynamic_selection": "ttp_sft_rl_no_dynamic_selection",
-    "ttp_rl": "ttp_sft_rl",
-}
-TABLE7 = {
-    "ttp": "ttp_sft",
-    "ttp_rl_no_dynamic_selection": "rl_no_dynamic_selection",
-    "ttp_rl_unfrozen_reward": "rl_unfrozen_reward_model",
-    "ttp_rl_no_positive_gain": "rl_no_positive_gain",
-    "ttp_rl_no_margin_gain": "rl_no_margin_gain",
-    "ttp_rl": "ttp_sft_rl",
-}
-FIGURE5 = {
-    "ttp_no_intent_q": "ttp_sft_no_intent_q",
-    "ttp": "ttp_sft",
-    "ttp_rl_no_intent_q": "ttp_sft_rl_no_intent_q",
-    "ttp_rl": "ttp_sft_rl",
-}
-TABLES = {"table6": TABLE6, "table7": TABLE7}
-LABELS = {
-    "dense": "Query-only dense (stand-in for Qwen-Embedding)",
-    "decoupled": "Decoupled-Stage",
-    "ttp": "TTP (SFT)",
-    "ttp_no_intent_q": "TTP (SFT) w/o Intent-Q",
-    "ttp_rl": "TTP (SFT+RL)",
-    "ttp_rl_no_intent_q": "TTP (SFT+RL) w/o Intent-Q",
-    "ttp_rl_no_dynamic_selection": "RL w/o dynamic selection",
-    "ttp_rl_unfrozen_reward": "RL, unfrozen reward model",
-    "ttp_rl_no_positive_gain": "RL w/o positive gain (alpha = 0)",
-    "ttp_rl_no_margin_gain": "RL w/o margin gain (beta = 0)",
-}
 # The claims of config/paper_results/ttp.yaml that this module evaluates.
 CLAIM_IDS = (
     "intent_q_helps",
@@ -213,7 +185,9 @@ def ablation_rows(
     present = _methods(frame)
     rows = []
     for method, key in TABLES[table].items():
-        if method not in present:
+        if method not in present or (
+            method in QWEN_EMBEDDING_STAND_INS and method != qwen_embedding_stand_in(present)
+        ):
             continue
         row = {"method": method, "label": LABELS.get(method, method), "paper_key": key}
         row.update(set_means(frame, method, measure))
@@ -258,13 +232,16 @@ def figure5_rows(
     samples: int,
     confidence: float,
     seed: int,
-    baseline: str = "dense",
+    baseline: str | None = None,
     paper: Mapping | None = None,
     measure: str = MEASURE,
 ) -> pd.DataFrame:
-    """Figure 5: the gain of each Intent-Q variant over ``baseline`` per test set, in points
-    (x100), with its paired-bootstrap CI and the paper's gain (``paper_gain``)."""
+    """Figure 5: the gain of each Intent-Q variant over ``baseline`` (None: the Qwen-Embedding
+    stand-in, :func:`qwen_embedding_stand_in`) per test set, in points (x100), with its
+    paired-bootstrap CI and the paper's gain (``paper_gain``)."""
     present = _methods(frame)
+    if baseline is None:
+        baseline = qwen_embedding_stand_in(present)
     rows = []
     figure = (paper or {}).get("figure5") or {}
     if baseline in present:
@@ -538,13 +515,15 @@ def run_ablations(
     teacher: str = "ttp_rl",
     history_sweep_path: str | Path | None = None,
     main_n: int | None = None,
+    public_claims_path: str | Path | None = None,
 ) -> dict:
     """Write ``table6.parquet``, ``table7.parquet``, ``figure5.parquet`` and ``claims.json``
     into ``out_dir``; return a summary (methods present and missing, claim statuses).
     ``relevance_paths``: the ``ttp_relevance`` outputs (Table 4's Relevance column, for the
     claims that include it); ``teacher``: the distilled student's teacher (Table 8);
     ``history_sweep_path``: the sweep's per-query measures (Figure 6), whose claim expects the
-    peak at ``main_n`` (the main run's ``history.n``)."""
+    peak at ``main_n`` (the main run's ``history.n``); ``public_claims_path``: the public
+    sets' claim verdicts (Table 5, :mod:`personalir.ttp.public`)."""
     import yaml
 
     frame = read_parquet(per_query_path)
@@ -561,11 +540,18 @@ def run_ablations(
         rows = ablation_rows(frame, table, paper=paper, **kw)
         write_parquet(out_dir / f"{table}.parquet", rows)
         summary["rows"][table] = list(rows["method"])
-        summary["missing"][table] = [m for m in TABLES[table] if m not in present]
+        summary["missing"][table] = [
+            m
+            for m in TABLES[table]
+            if m not in present
+            and not (m in QWEN_EMBEDDING_STAND_INS and qwen_embedding_stand_in(present) in present)
+        ]
     fig = figure5_rows(frame, paper=paper, **kw)
     write_parquet(out_dir / "figure5.parquet", fig)
     summary["rows"]["figure5"] = sorted(set(fig["method"]), key=list(FIGURE5).index)
-    summary["missing"]["figure5"] = [m for m in ("dense", *FIGURE5) if m not in present]
+    summary["missing"]["figure5"] = [
+        m for m in (qwen_embedding_stand_in(present), *FIGURE5) if m not in present
+    ]
     from personalir.ttp.baselines import PERSONAL_RETRIEVERS
     from personalir.ttp.relevance_eval import read_relevance_records
     from personalir.ttp.table4_claims import evaluate_table4_claims
@@ -587,6 +573,14 @@ def run_ablations(
     from personalir.ttp.history_sweep import sweep_claims
 
     found += sweep_claims(paper_claims, history_sweep_path, main_n=main_n, **kw)
+    from personalir.common.io import read_json
+
+    public = read_json(public_claims_path) if public_claims_path else []
+    found += public or [
+        _not_applicable(c, "no public sets configured (ttp.public.sets)")
+        for c in paper_claims
+        if c.get("id") == "public_generalises"
+    ]
     rank = {c["id"]: i for i, c in enumerate(paper_claims)}
     claims = sorted(found, key=lambda c: rank[c["id"]])
     write_json(out_dir / "claims.json", _json_safe(claims))

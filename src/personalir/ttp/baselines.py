@@ -21,6 +21,8 @@ objects (query plus selected history), so it can use the user's history. Registe
                    loss alone, then frozen) rewrites the query; a bi-encoder fine-tuned on
                    (rewrite, purchased item) pairs retrieves with the rewrite
                    (:mod:`personalir.ttp.decoupled`).
+``llm_embedding``  the TTP backbone as an embedder, no history and no generation (the
+                   paper's Qwen-Embedding row), trained with InfoNCE alone.
 ``ttp``            the TTP model itself: generate ``<think>rewrite</think><embed>``, embed at
                    ``<embed>``, exact inner-product search over the items embedded by the same
                    model.
@@ -368,6 +370,8 @@ class TTPRetriever(PersonalRetriever):
     adapter: ClassVar[str] = "sft"
     # False: the original query replaces the generated rewrite (the paper's "w/o Intent-Q").
     intent_q: ClassVar[bool] = True
+    # False: the prompt holds the query alone (the LLM-embedding baseline reads no history).
+    with_history: ClassVar[bool] = True
 
     @classmethod
     def params_from_config(cls, ttp):
@@ -424,6 +428,10 @@ class TTPRetriever(PersonalRetriever):
             history_item_tokens=int(self.params["history_item_tokens"]),
             system_prompt=self.params["system_prompt"],
         )
+        if not self.with_history:
+            from dataclasses import replace
+
+            examples = [replace(ex, selected_history=[]) for ex in examples]
         t0 = time.perf_counter()
         items = self._items(enc)
         t1 = time.perf_counter()
@@ -507,6 +515,18 @@ for _name, (_variant, _label) in RL_METHOD_VARIANTS.items():
     _ttp_variant(_name, _label, f"rl:{_variant}", True)
 _ttp_variant("ttp_no_intent_q", "TTP (SFT) w/o Intent-Q", "sft", False)
 _ttp_variant("ttp_rl_no_intent_q", "TTP (SFT+RL) w/o Intent-Q", "rl:full", False)
+
+
+@PERSONAL_RETRIEVERS.register("llm_embedding")
+class LLMEmbedding(TTPRetriever):
+    """The paper's Qwen-Embedding row: an LLM embedder on the TTP backbone without
+    generation. Its adapter (rule ``ttp_embedder``) is trained by the SFT recipe with InfoNCE
+    alone on the same examples, the prompt holding the query and no history; the run embeds
+    ``<think>query</think><embed>`` (nothing generated) and the items with the same model.
+    Its job takes the SFT's threads: it encodes every item with the LLM."""
+
+    name, label, uses_history = "llm_embedding", "LLM embedding (no generation)", False
+    adapter, intent_q, with_history = "embedder", False, False
 
 
 def build_retriever(

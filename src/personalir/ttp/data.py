@@ -486,5 +486,13 @@ def pqb_examples(
     return examples, corpus
 
 
+@EXAMPLE_SOURCES.register("kuaisearch")
+def kuaisearch_source(**kwargs) -> tuple[list[Example], ItemCorpus]:
+    """KuaiSearch's lite recall release (:mod:`personalir.ttp.kuaisearch`)."""
+    from personalir.ttp.kuaisearch import kuaisearch_examples
+
+    return kuaisearch_examples(**kwargs)
+
+
 def load_examples(source: str, **kwargs) -> tuple[list[Example], ItemCorpus]:
     return EXAMPLE_SOURCES.get(source)(**kwargs)

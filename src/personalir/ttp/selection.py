@@ -170,6 +170,25 @@ class RewriteScorer(ValidationScorer):
         return model.encode(rewrites, convert_to_numpy=True, normalize_embeddings=True), flags
 
 
+class EmbedderScorer(ValidationScorer):
+    """Scores the LLM embedder (the Qwen-Embedding baseline) as its run retrieves: every
+    validation example without its history, the query in the rewrite's place
+    (``<think>query</think><embed>``), nothing generated."""
+
+    def __init__(self, sets, settings, sft_settings, *, seed: int):
+        from dataclasses import replace
+
+        stripped = [
+            ([replace(ex, selected_history=[]) for ex in examples], corpus)
+            for examples, corpus in sets
+        ]
+        super().__init__(stripped, settings, sft_settings, seed=seed)
+
+    def encode_queries(self, encoder, prompts, examples):
+        queries = encoder.encode_queries(list(prompts), [ex.query for ex in examples])
+        return queries, [True] * len(examples)
+
+
 def choose(candidates: Sequence[Mapping], measure: str) -> Mapping:
     """The candidate with the highest ``measure``; the earliest among equals."""
     if not candidates:

@@ -25,7 +25,14 @@ TABLE_MEASURES = ("Recall@10", "Recall@20", "Recall@100", "MRR@100")
 # Table 4's last column: Spearman on the history-free Relevance set (personalir.ttp.relevance_eval).
 RELEVANCE_SET, RELEVANCE_MEASURE = "Relevance", "Spearman"
 # Our method names whose paper row has another key in the paper-results file's ``table4``.
-PAPER_KEYS = {"ttp": "ttp_sft", "ttp_rl": "ttp_sft_rl"}
+# ``dense`` (a BERT-family bi-encoder, contrastive only) is the paper's BERT-base row,
+# ``llm_embedding`` (the TTP backbone, no generation) its Qwen-Embedding row.
+PAPER_KEYS = {
+    "ttp": "ttp_sft",
+    "ttp_rl": "ttp_sft_rl",
+    "dense": "bert_base",
+    "llm_embedding": "qwen_embedding",
+}
 
 
 def table4_methods(methods: Sequence[str]) -> list[str]:

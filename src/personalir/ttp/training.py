@@ -45,13 +45,20 @@ def validation_scorer(
     seed: int,
     *,
     rewriter: bool = False,
+    embedder: bool = False,
 ):
     """The validation examples of every example set with their set's items
     (:class:`personalir.ttp.selection.ValidationScorer`; for a rewriter the
     :class:`~personalir.ttp.selection.RewriteScorer`, whose rewrites the dense baselines'
-    base bi-encoder retrieves with)."""
+    base bi-encoder retrieves with; for the LLM embedder the
+    :class:`~personalir.ttp.selection.EmbedderScorer`: no history, no generation)."""
     from personalir.ttp.data import ItemCorpus, read_examples
-    from personalir.ttp.selection import RewriteScorer, SelectionSettings, ValidationScorer
+    from personalir.ttp.selection import (
+        EmbedderScorer,
+        RewriteScorer,
+        SelectionSettings,
+        ValidationScorer,
+    )
 
     if len(examples_paths) != len(items_paths):
         raise ValueError("one items file per examples file is needed for model selection")
@@ -64,6 +71,8 @@ def validation_scorer(
         return RewriteScorer(
             sets, settings, sft_settings, seed=seed, dense_model=ttp["dense"]["model"]
         )
+    if embedder:
+        return EmbedderScorer(sets, settings, sft_settings, seed=seed)
     return ValidationScorer(sets, settings, sft_settings, seed=seed)
 
 
@@ -97,6 +106,12 @@ def select_candidate(
     return selection_record(scored, best, scorer, unit)
 
 
+def embedder_record(record: Mapping) -> dict:
+    """An SFT record as the LLM embedder trains on it: no history, the query in the
+    rewrite's place (nothing for the token loss to learn; its weight is 0)."""
+    return {**record, "selected_history": [], "rewrite": record["query"]}
+
+
 def run_sft(
     *,
     backbone: str | Path,
@@ -109,15 +124,25 @@ def run_sft(
     report_out: str | Path,
     threads: int,
     rewriter: bool = False,
+    embedder: bool = False,
     log=print,
 ) -> dict:
-    """Rule ttp_sft (and, with ``rewriter``, ``ttp_rewriter``): LoRA SFT on every set's
-    teacher targets, the epoch kept chosen on the validation split.
+    """Rule ttp_sft (with ``rewriter``, ``ttp_rewriter``; with ``embedder``,
+    ``ttp_embedder``): LoRA SFT on every set's teacher targets, the epoch kept chosen on the
+    validation split.
 
     ``rewriter`` trains Decoupled-Stage's first stage: the same recipe, data, seed and
     schedule with the token loss alone (``L = CE``, ``ttp.decoupled.epochs`` as the epoch
     ceiling), its epochs scored by how well the base dense model retrieves with the
-    validation rewrites (:class:`~personalir.ttp.selection.RewriteScorer`)."""
+    validation rewrites (:class:`~personalir.ttp.selection.RewriteScorer`).
+
+    ``embedder`` trains the LLM-embedding baseline (the paper's Qwen-Embedding row) on the
+    same backbone, examples, seed and schedule without generation: every record's history is
+    dropped and its query takes the rewrite's place (``<think>query</think><embed>``, which
+    the run writes itself, nothing generated), InfoNCE alone (``L = NCE``); epochs scored by
+    :class:`~personalir.ttp.selection.EmbedderScorer`."""
+    if rewriter and embedder:
+        raise ValueError("train either the rewriter or the embedder, not both")
     import torch
 
     from personalir.ttp.model import LoraSettings, attach_lora, load_backbone
@@ -137,6 +162,8 @@ def run_sft(
     for p in sft_paths:
         with open(p, encoding="utf-8") as fh:
             records += [json.loads(line) for line in fh]
+    if embedder:
+        records = [embedder_record(r) for r in records]
     model, tok, info = load_backbone(backbone, ttp["backbone"]["dtype"])
     # The SFT's own seed (LoRA initialisation, batch order), for seed studies that keep the
     # world and the examples fixed; null: the workflow seed.
@@ -148,6 +175,8 @@ def run_sft(
         overrides = {"token_weight": 1.0, "contrastive_weight": 0.0}  # nosec B105  # weights
         if ttp["decoupled"]["epochs"] is not None:
             overrides["epochs"] = ttp["decoupled"]["epochs"]
+    if embedder:
+        overrides = {"token_weight": 0.0, "contrastive_weight": 1.0}  # nosec B105  # weights
     settings = sft_settings(ttp, **overrides)
     encoder = ttp_encoder(peft_model, tok, settings)
     rows = build_rows(records, corpus, encoder, settings)
@@ -156,7 +185,7 @@ def run_sft(
     t2 = time.perf_counter()
     if report["finished"]:
         scorer = validation_scorer(
-            examples_paths, items_paths, ttp, settings, seed, rewriter=rewriter
+            examples_paths, items_paths, ttp, settings, seed, rewriter=rewriter, embedder=embedder
         )
         eval_encoder = ttp_encoder(peft_model, tok, settings, ttp)
         candidates = epoch_candidates(Path(out_dir) / "checkpoints", report["run_key"])
@@ -172,7 +201,13 @@ def run_sft(
         stable_adapter_config(Path(out_dir) / "adapter")
         report["seconds_selection"] = round(time.perf_counter() - t2, 3)
     report.update(
-        role="rewriter (Decoupled-Stage, token loss only)" if rewriter else "ttp",
+        role=(
+            "rewriter (Decoupled-Stage, token loss only)"
+            if rewriter
+            else "embedder (LLM embedding: no history, no generation, InfoNCE only)"
+            if embedder
+            else "ttp"
+        ),
         backbone=info.description,
         seed=seed,
         records=len(records),

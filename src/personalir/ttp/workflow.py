@@ -17,10 +17,14 @@ def method_class(method: str):
     return PERSONAL_RETRIEVERS.get(method)
 
 
+# The one example set of a public source used for training (``ttp.source``).
+SOURCE_SETS = {"personalwab": "PersonalWAB", "kuaisearch": "KuaiSearch"}
+
+
 def example_sets(config: Mapping) -> list[str]:
     """``ttp.domains`` (a subset of ``domains``, in that order) or every configured domain."""
-    if config["ttp"]["source"] == "personalwab":
-        return ["PersonalWAB"]
+    if config["ttp"]["source"] in SOURCE_SETS:
+        return [SOURCE_SETS[config["ttp"]["source"]]]
     chosen = config["ttp"].get("domains")
     if chosen is None:
         return list(config["domains"])
@@ -88,7 +92,27 @@ def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]
         "adapter_config.json",
         "adapter_model.safetensors",
     )
+    for kind in FUSION_KINDS:
+        add_if_used(kind, fusion_dir(res, kind), "fusion.json", "fusion.safetensors")
     return out
+
+
+# The history-fusion baselines (personalir.ttp.fusion), one trained module each.
+FUSION_KINDS = ("uia", "maps")
+
+
+def fusion_dir(results_dir: str, kind: str) -> str:
+    """The folder of a history-fusion baseline's module (``uia`` or ``maps``)."""
+    return f"{results_dir}/ttp/fusion/{kind}"
+
+
+def fusion_inputs(config: Mapping) -> dict[str, str]:
+    """Inputs of ``ttp_fusion`` beyond the examples and items: the query-only dense
+    bi-encoder's files when the workflow fine-tunes it (else a named model is read)."""
+    if not config["ttp"]["dense"]["fine_tune"]:
+        return {}
+    folder = dense_model_dir(config["results_dir"], "dense")
+    return {"dense": f"{folder}/config.json", "dense_weights": f"{folder}/model.safetensors"}
 
 
 def rewrites_file(results_dir: str, example_set: str) -> str:
@@ -136,12 +160,13 @@ def encoding_donor(config: Mapping, method: str) -> str | None:
 
 
 def adapter_dir(results_dir: str, adapter: str) -> str:
-    """The folder of a TTP adapter: ``sft``, or ``rl:<variant>`` (an RL variant's)."""
-    if adapter == "sft":
-        return f"{results_dir}/ttp/sft/adapter"
+    """The folder of a TTP adapter: ``sft``, ``embedder`` (the LLM-embedding baseline's), or
+    ``rl:<variant>`` (an RL variant's)."""
+    if adapter in ("sft", "embedder"):
+        return f"{results_dir}/ttp/{adapter}/adapter"
     kind, _, variant = adapter.partition(":")
     if kind != "rl" or not variant:
-        raise ValueError(f"unknown TTP adapter {adapter!r} (sft or rl:<variant>)")
+        raise ValueError(f"unknown TTP adapter {adapter!r} (sft, embedder or rl:<variant>)")
     return f"{results_dir}/ttp/rl/{variant}/adapter"
 
 
@@ -193,6 +218,8 @@ def run_models(config: Mapping, method: str, example_set: str | None = None) -> 
         "dense": dense_model(config, "dense"),
         "history_aware": dense_model(config, "history_aware"),
         "decoupled": dense_model(config, "decoupled"),
+        "uia": fusion_dir(res, "uia"),
+        "maps": fusion_dir(res, "maps"),
         "generator": (
             f"{res}/ttp/backbone"
             if config["ttp"]["hyde"]["generator"] == "backbone"
@@ -208,7 +235,7 @@ def run_models(config: Mapping, method: str, example_set: str | None = None) -> 
 
 def example_inputs(config: Mapping, example_set: str) -> dict[str, str]:
     """Inputs of ``ttp_examples``: the search log and product tables (sample world only)."""
-    if config["ttp"]["source"] == "personalwab":
+    if config["ttp"]["source"] != "sample_world":
         return {}
     res = config["results_dir"]
     return {
@@ -221,8 +248,9 @@ def example_inputs(config: Mapping, example_set: str) -> dict[str, str]:
 def example_source_args(config: Mapping, inputs: Mapping[str, str]) -> str:
     """Command-line options naming where ``ttp_examples`` reads its source."""
     args = [f"--{key.replace('_', '-')} {path}" for key, path in inputs.items()]
-    if config["ttp"]["personalwab_dir"]:
-        args.append(f"--personalwab-dir {config['ttp']['personalwab_dir']}")
+    for key in ("personalwab_dir", "kuaisearch_dir"):
+        if config["ttp"].get(key):
+            args.append(f"--{key.replace('_', '-')} {config['ttp'][key]}")
     return " ".join(args)
 
 
@@ -397,3 +425,101 @@ def history_run_models(config: Mapping, n) -> str:
         "ttp_adapter": f"{history_dir(res, n)}/adapter",
     }
     return json.dumps(models, sort_keys=True, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------- Table 5
+def public_sets(config: Mapping) -> dict[str, dict]:
+    """``ttp.public.sets`` (Table 5 column -> ``{format, dir, fixture_domain}``), checked:
+    exactly one of ``dir`` and ``fixture_domain``, a fixture domain among ``domains``, no name
+    shared with a training set, every method in ``ttp.methods``."""
+    ttp = config["ttp"]
+    sets = {
+        k: {"dir": None, "fixture_domain": None, **v}
+        for k, v in (ttp.get("public") or {}).get("sets", {}).items()
+    }
+    if not sets or not ttp.get("enabled", True):
+        return {}
+    for name, spec in sets.items():
+        where = f"ttp.public.sets.{name}"
+        if bool(spec.get("dir")) == bool(spec.get("fixture_domain")):
+            raise ValueError(f"{where}: give exactly one of dir and fixture_domain")
+        domain = spec.get("fixture_domain")
+        if domain and domain not in config["domains"]:
+            raise ValueError(
+                f"{where}.fixture_domain {domain!r} is not a configured domain "
+                f"{config['domains']}: name one of them (an overlay cannot empty ttp.public.sets)"
+            )
+        if name in example_sets(config):
+            raise ValueError(f"{where}: the name {name!r} is already a training example set")
+    unknown = [m for m in ttp["public"]["methods"] if m not in ttp["methods"]]
+    if unknown:
+        raise ValueError(
+            f"ttp.public.methods {unknown} are not in ttp.methods: add them there or remove "
+            "them from ttp.public.methods"
+        )
+    return sets
+
+
+def public_sets_of(config: Mapping, fmt: str) -> list[str]:
+    return [k for k, v in public_sets(config).items() if v["format"] == fmt]
+
+
+def public_fixture_inputs(config: Mapping, name: str) -> dict[str, str]:
+    """The sample-world files a fixture-scale public set is written from."""
+    domain = public_sets(config)[name]["fixture_domain"]
+    root = f"{config['results_dir']}/sample_world/{domain}"
+    return {
+        "reviews": f"{root}/{domain}.jsonl",
+        "meta": f"{root}/meta_{domain}.jsonl",
+        "search_log": f"{root}/search_log.jsonl",
+    }
+
+
+# Files a fixture-scale set's format writes, relative to its folder.
+PUBLIC_FIXTURE_FILES = {
+    "personalwab": ("all_products.json", "user_history.json", "user_instructions.json"),
+    "kuaisearch": (
+        "items_lite/train.jsonl",
+        "recall_lite/train.jsonl",
+        "recall_lite/test.jsonl",
+    ),
+}
+
+
+def public_fixture_dir(results_dir: str, name: str) -> str:
+    return f"{results_dir}/ttp/public/{name}/files"
+
+
+def public_data_dir(config: Mapping, name: str) -> str:
+    spec = public_sets(config)[name]
+    return spec["dir"] or public_fixture_dir(config["results_dir"], name)
+
+
+def public_source_inputs(config: Mapping, name: str) -> dict[str, list[str]]:
+    """Inputs of ``ttp_public_examples``: a fixture's files (a configured folder is read as is)."""
+    spec = public_sets(config)[name]
+    if spec["dir"]:
+        return {}
+    folder = public_fixture_dir(config["results_dir"], name)
+    return {"files": [f"{folder}/{f}" for f in PUBLIC_FIXTURE_FILES[spec["format"]]]}
+
+
+def public_cells(config: Mapping, paper_path: str) -> dict[str, list[str]]:
+    """Set -> the measures Table 5 shows for it: the paper's columns for a set it reports
+    (``table5.columns`` of the paper-results file), else all three."""
+    import yaml
+
+    from personalir.ttp.public import MEASURES
+
+    with open(paper_path, encoding="utf-8") as fh:
+        columns = ((yaml.safe_load(fh) or {}).get("table5") or {}).get("columns") or {}
+    return {s: list(columns.get(s) or MEASURES) for s in public_sets(config)}
+
+
+def public_run_specs(config: Mapping) -> list[tuple[str, str, str]]:
+    res = config["results_dir"]
+    return [
+        (s, m, f"{res}/ttp/{s}/runs/{m}.trec")
+        for s in public_sets(config)
+        for m in config["ttp"]["public"]["methods"]
+    ]
