@@ -41,6 +41,7 @@ ttp:
   methods: [bm25, dense, p_prf, hyde, history_aware, decoupled, ttp, ttp_rl,
             ttp_rl_no_intent_q, ttp_rl_unfrozen_reward]
   evaluation: {bootstrap_samples: 100}
+  relevance_test: {methods: [bm25, dense, ttp, ttp_rl]}
   public:  # Table 5's path on the one domain there is, with the cheapest method
     sets: {Amazon: {fixture_domain: Musical_Instruments},
            KuaiSearch: {fixture_domain: Musical_Instruments}}
