@@ -1,12 +1,25 @@
-# Report stage: tables and figures for the paper, and the PDF that inputs them all.
-# The manuscript decides what the PDF depends on: every `generated/...` file that
-# paper/main.tex inputs is an input of `paper_pdf`, made by whichever rule outputs it into
-# GENERATED (this configuration's `<results_dir>/paper/generated/`).
+# Report stage: tables and figures for the papers, and the two PDFs (paper/pqb, paper/ttp)
+# that input them. Each manuscript decides what its PDF depends on: every `generated/...` file
+# that paper/<doc>/main.tex inputs is an input of `paper_pdf`, made by whichever rule outputs
+# it into GENERATED (this configuration's `<results_dir>/paper/generated/`).
+from personalir.common.config import config_hash
 from personalir.report.expected import expected_tables
 from personalir.report.paper import paper_inputs
+from personalir.report.paper_compare import FIGURES as PQB_FIGURES
+from personalir.report.paper_compare import SPECS as PQB_COMPARED
 
-PAPER_INPUTS = paper_inputs("paper/main.tex", GENERATED)
-PAPER_PDF = results("paper", "main.pdf")
+# The TTP document needs the TTP stage.
+PAPER_DOCS = ["pqb"] + (["ttp"] if config["ttp"]["enabled"] else [])
+PAPER_INPUTS = {doc: paper_inputs(f"paper/{doc}/main.tex", GENERATED) for doc in PAPER_DOCS}
+PAPER_PDFS = [results("paper", f"{doc}.pdf") for doc in PAPER_DOCS]
+# The front matter fingerprints the raw data and every other generated input of its document.
+PAPER_FRONT = {doc: {generated(f"{doc}_contents.tex"), generated(f"{doc}_frontmatter.tex")}
+               for doc in PAPER_DOCS}
+RAW_DATA = {
+    f"{domain}/{table}": raw_file(domain, table)
+    for domain in DOMAINS
+    for table in (("reviews", "meta") if domain in CATALOGUE_DOMAINS else ("reviews",))
+}
 
 
 rule dataset_statistics:
@@ -39,20 +52,56 @@ rule dataset_statistics:
         " --label {params.label:q} --csv {output.csv} --tex {output.tex} > {log} 2>&1"
 
 
-rule paper_pdf:
-    """Build the paper PDF; it depends on every generated table and figure it inputs."""
+rule paper_front:
+    """The contents table (the paper's tables and figures, ours or why absent) and the front
+    matter (configuration, commit, data fingerprints) that open one document."""
     input:
-        main="paper/main.tex",
-        generated=PAPER_INPUTS,
+        data=list(RAW_DATA.values()),
+        generated=lambda w: [p for p in PAPER_INPUTS[w.doc] if p not in PAPER_FRONT[w.doc]],
     output:
-        pdf=PAPER_PDF,
+        contents=generated("{doc}_contents.tex"),
+        front=generated("{doc}_frontmatter.tex"),
+    wildcard_constraints:
+        doc="|".join(PAPER_DOCS),
+    params:
+        label=config["label"],
+        config_sha256=config_hash(config),
+        config_files=" ".join(_config_files),
+        data=" ".join(f"{name}={path}" for name, path in RAW_DATA.items()),
+        repo=workflow.basedir,
+        synthetic="--synthetic" if config["data"]["source"] == "sample" else "",
+    log:
+        logs("report", "paper_front_{doc}.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/report.yaml"
+    shell:
+        "python -u workflow_scripts/paper_front.py --doc {wildcards.doc} --label {params.label:q}"
+        " --config-sha256 {params.config_sha256} --config-files {params.config_files}"
+        " --repo {params.repo:q} --data {params.data} --inputs {input.generated}"
+        " {params.synthetic} --contents {output.contents} --front {output.front} > {log} 2>&1"
+
+
+rule paper_pdf:
+    """Build one document's PDF; it depends on every generated table and figure it inputs."""
+    input:
+        main="paper/{doc}/main.tex",
+        preamble="paper/preamble.tex",
+        generated=lambda w: PAPER_INPUTS[w.doc],
+    output:
+        pdf=results("paper", "{doc}.pdf"),
+    wildcard_constraints:
+        doc="|".join(PAPER_DOCS),
     params:
         engine=config["paper"]["tex_engine"],
         # The folder the manuscript's generated/ inputs lie in (the same GENERATED the rules
         # write to; a function, so the linter sees no hard-coded output prefix).
         generated=lambda w: GENERATED,
     log:
-        logs("report", "paper_pdf.log"),
+        logs("report", "paper_pdf_{doc}.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -158,7 +207,49 @@ rule report_claims_table:
         "python -u workflow_scripts/report_claims_table.py --claims {input.claims}"
         " --label {params.label:q} --tex {output.tex} > {log} 2>&1"
 
+
+rule report_paper_compare:
+    """The PQB paper's tables (dataset, Flip@K/RRstd, Deg@K/MRRdeg, attribution, error
+    sampling) with ours beside them, row by row, in the paper's units."""
+    input:
+        tables=[
+            t
+            for t in [*CLAIM_INPUTS, results("queries", "datasheet.csv")]
+            if t in FINAL_TARGETS
+        ],
+        paper="config/paper_results/pqb.yaml",
+    output:
+        csv=results("report", "pqb_vs_paper.csv"),
+        tex=[generated(f"pqb_paper_{key}.tex") for key in PQB_COMPARED],
+        figures=[generated(f"pqb_paper_{name}.pdf") for name in PQB_FIGURES],
+    params:
+        retrieval=params_json("retrieval", keys=("use", "retrievers")),
+        results_dir=lambda w: RESULTS,
+        label=config["label"],
+        synthetic="--synthetic" if config["data"]["source"] == "sample" else "",
+        tex=lambda w, output: " ".join(
+            f"{key}={path}" for key, path in zip(PQB_COMPARED, output.tex)
+        ),
+        figures=lambda w, output: " ".join(
+            f"{name}={path}" for name, path in zip(PQB_FIGURES, output.figures)
+        ),
+    log:
+        logs("report", "paper_compare.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/report.yaml"
+    shell:
+        "python -u workflow_scripts/report_paper_compare.py --results-dir {params.results_dir:q}"
+        " --retrieval {params.retrieval:q} --paper-results {input.paper}"
+        " --label {params.label:q} {params.synthetic} --csv {output.csv} --tex {params.tex}"
+        " --figures {params.figures} > {log} 2>&1"
+
+
 if CATALOGUE_DOMAINS == DOMAINS:  # the statistics count products too
     FINAL_TARGETS.append(results("report", "dataset_statistics.csv"))
+FINAL_TARGETS.append(results("report", "pqb_vs_paper.csv"))
 if config["paper"]["build_pdf"]:
-    FINAL_TARGETS.append(PAPER_PDF)
+    FINAL_TARGETS.extend(PAPER_PDFS)

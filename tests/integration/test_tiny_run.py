@@ -1,4 +1,4 @@
-"""The whole workflow (`all`, paper PDF included) on config/tiny.yaml, in a copy of the
+"""The whole workflow (`all`, both paper PDFs included) on config/tiny.yaml, in a copy of the
 repository, with every stage's artifacts checked against tests/fingerprints/tiny_<stage>.json.
 
 A few minutes on 2 cores; deselect with `-m "not tiny_run"`. After an intended change of an
@@ -9,11 +9,14 @@ artifact, regenerate the expectations from the run's results folder (the test pr
 from __future__ import annotations
 
 import json
+import re
 
+import pypdfium2
 import pytest
 
 from personalir.common.config import REPO_ROOT
 from personalir.common.fingerprint import STAGE_PATTERNS, diff_fingerprints, fingerprint_tree
+from personalir.report.contents import DOCUMENTS, items
 
 from .tiny import TINY_RESULTS
 
@@ -22,10 +25,34 @@ pytestmark = [pytest.mark.integration, pytest.mark.tiny_run]
 EXPECTED = REPO_ROOT / "tests" / "fingerprints"
 
 
-def test_all_finished_and_paper_built(tiny_run):
+def test_all_finished_and_papers_built(tiny_run):
     assert "(Rule: all)" in tiny_run["log"] and "(100%) done" in tiny_run["log"]
-    pdf = tiny_run["work"] / TINY_RESULTS / "paper" / "main.pdf"
-    assert pdf.read_bytes()[:5] == b"%PDF-"
+    for doc in DOCUMENTS:
+        pdf = tiny_run["work"] / TINY_RESULTS / "paper" / f"{doc}.pdf"
+        assert pdf.read_bytes()[:5] == b"%PDF-"
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS)
+def test_pdf_reads_as_its_paper(tiny_run, doc, tmp_path):
+    """As a reader would: every page renders (to PNG, not blank), no reference is left
+    unresolved, the contents name every item of the paper, and TTP's present items carry
+    the paper's numbers in their captions."""
+    pdf = pypdfium2.PdfDocument(str(tiny_run["work"] / TINY_RESULTS / "paper" / f"{doc}.pdf"))
+    pages = []
+    for i in range(len(pdf)):
+        image = pdf[i].render(scale=0.5).to_pil().convert("L")
+        image.save(tmp_path / f"{doc}-{i + 1}.png")
+        low, high = image.getextrema()
+        assert high - low > 100, f"{doc}.pdf page {i + 1} renders blank"
+        pages.append(pdf[i].get_textpage().get_text_range())
+    text = "\n".join(pages)
+    assert "??" not in text, f"{doc}.pdf has unresolved references"
+    assert "Produced by." in pages[0] and "Configuration" in pages[0]
+    for item in items(doc):
+        assert item.paper in text, f"{doc}.pdf's contents lack {item.paper}"
+        numbered = re.fullmatch(r"(Table|Figure) \d+", item.paper)
+        if numbered and item.label:
+            assert f"{item.paper}:" in text, f"{doc}.pdf has no caption {item.paper}:"
 
 
 @pytest.mark.parametrize("stage", sorted(STAGE_PATTERNS))

@@ -18,7 +18,7 @@ WORKFLOW_FILES = [
     "workflow_scripts",
     "profiles",
     "envs",
-    "paper/main.tex",
+    "paper",
     "benchmarks/results",  # measured latencies Figure 8 reads
 ]
 

@@ -72,9 +72,12 @@ def test_manuscript_inputs_are_generated_files(tmp_path):
     ]
 
 
-def test_repository_manuscript_inputs_dataset_statistics():
-    inputs = paper_inputs(REPO_ROOT / "paper" / "main.tex", "results/paper/generated")
-    assert "results/paper/generated/dataset_statistics.tex" in inputs
+def test_repository_manuscripts_input_their_tables():
+    pqb = paper_inputs(REPO_ROOT / "paper" / "pqb" / "main.tex", "results/paper/generated")
+    ttp = paper_inputs(REPO_ROOT / "paper" / "ttp" / "main.tex", "results/paper/generated")
+    assert "results/paper/generated/dataset_statistics.tex" in pqb
+    assert "results/paper/generated/ttp_table4.tex" in ttp
+    assert not any("/ttp_" in p for p in pqb)
 
 
 def test_build_refuses_missing_inputs(tmp_path):

@@ -60,7 +60,7 @@ def test_every_output_and_log_lies_under_the_results_root(written, name):
     paths = set(written[name])
     assert f"{root}paper/generated/dataset_statistics.tex" in paths
     assert any(p.startswith(f"{root}logs/") for p in paths)
-    assert f"{root}paper/main.pdf" in paths
+    assert f"{root}paper/pqb.pdf" in paths and f"{root}paper/ttp.pdf" in paths
 
 
 def test_configurations_share_no_path(written):

@@ -27,12 +27,9 @@ def mechanism_figure(
 ) -> pd.DataFrame:
     """Grouped bars of P_u(m) for a few users against the domain's P_g(m), one panel per
     domain; returns the plotted numbers."""
-    import matplotlib
+    from personalir.common.plotting import pyplot, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from personalir.common.io import atomic_path
+    plt = pyplot()
 
     domains = list(profiles)
     fig, axes = plt.subplots(len(domains), 1, figsize=(7.0, 2.3 * len(domains)), squeeze=False)
@@ -75,12 +72,5 @@ def mechanism_figure(
         ax.tick_params(axis="y", labelsize=7)
     fig.suptitle(f"Error mechanisms of individual users vs the domain ({label})", fontsize=9)
     fig.tight_layout()
-    out = Path(out)
-    with atomic_path(out, suffix=out.suffix) as tmp:
-        fig.savefig(
-            tmp,
-            format=out.suffix.lstrip("."),
-            metadata={"CreationDate": None} if out.suffix == ".pdf" else None,
-        )
-    plt.close(fig)
+    save(fig, out)
     return pd.DataFrame(rows)

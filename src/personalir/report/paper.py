@@ -65,9 +65,12 @@ def build_pdf(
         os.environ,
         SOURCE_DATE_EPOCH="0",
         FORCE_SOURCE_DATE="1",
-        # The results root's paper/ folder first, so `generated/...` resolves there; the
-        # trailing separator keeps TeX's default path (which includes ".").
-        TEXINPUTS=f"{generated.parent}{os.pathsep}{main_tex.parent}{os.pathsep}",
+        # The results root's paper/ folder first, so `generated/...` resolves there, then
+        # the manuscript's folder and its parent (the documents' shared preamble); the
+        # trailing empty entry keeps TeX's default path (which includes ".").
+        TEXINPUTS=os.pathsep.join(
+            [str(generated.parent), str(main_tex.parent), str(main_tex.parent.parent), ""]
+        ),
     )
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(2):

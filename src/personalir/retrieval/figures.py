@@ -13,25 +13,14 @@ import numpy as np
 import pandas as pd
 
 from personalir.common.domains import display_label
-from personalir.common.io import atomic_path
 from personalir.retrieval.metrics import MetricSettings
 from personalir.retrieval.summary import AVERAGE
 
-# PDFs carry no creation date, so the same data gives the same bytes.
-_METADATA = {
-    "pdf": {"CreationDate": None, "ModDate": None, "Producer": None},
-    "png": {"Software": None},
-}
-
 
 def _setup():
-    import matplotlib
+    from personalir.common.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"font.size": 8, "axes.titlesize": 9, "svg.hashsalt": "personalir"})
-    return plt
+    return pyplot()
 
 
 def _panels(domains: Sequence[str]) -> list[str]:
@@ -76,9 +65,9 @@ def _labels(summary: pd.DataFrame, names: Sequence[str]) -> list[str]:
 
 
 def _save(fig, path: str) -> None:
-    fmt = str(path).rsplit(".", 1)[-1]
-    with atomic_path(path, suffix=f".{fmt}") as tmp:
-        fig.savefig(tmp, format=fmt, metadata=_METADATA.get(fmt), bbox_inches="tight", dpi=150)
+    from personalir.common.plotting import save
+
+    save(fig, path, close=False, bbox_inches="tight", dpi=150)
 
 
 def flip_by_depth(summary, names, domains, metrics: MetricSettings, path: str) -> None:

@@ -16,35 +16,16 @@ from personalir.common.domains import display_label
 
 
 def _plt():
-    import matplotlib
+    from personalir.common.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update(
-        {
-            "font.size": 8,
-            "pdf.fonttype": 42,
-            "svg.hashsalt": "personalir",
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-        }
-    )
-    return plt
+    return pyplot()
 
 
 def _save(fig, paths) -> None:
-    from personalir.common.io import atomic_path
+    from personalir.common.plotting import save
 
     for path in paths:
-        suffix = "." + str(path).rsplit(".", 1)[-1]
-        with atomic_path(path, suffix=suffix) as tmp:
-            fig.savefig(
-                tmp,
-                format=suffix[1:],
-                bbox_inches="tight",
-                metadata={"CreationDate": None} if suffix == ".pdf" else None,
-            )
+        save(fig, path, close=False, bbox_inches="tight")
 
 
 def plot_roc(

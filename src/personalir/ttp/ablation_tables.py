@@ -177,13 +177,10 @@ def claims_latex(claims: Sequence[Mapping], *, config_label: str) -> str:
 def figure5_plot(frame: pd.DataFrame, *, out: str | Path, title: str) -> None:
     """Grouped bars per test set: our gains with CI error bars, the paper's as hollow
     diamonds."""
-    import matplotlib
+    from personalir.common.plotting import palette, pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn
-
-    colours = seaborn.color_palette("colorblind")
+    plt = pyplot()
+    colours = palette(10)
     methods = list(FIGURE5)
     width = 0.8 / len(methods)
     fig, ax = plt.subplots(figsize=(6.0, 3.4))

@@ -41,12 +41,10 @@ def figure6_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot(table: pd.DataFrame, *, out: str | Path, title: str, main_n: int, note: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    from personalir.common.plotting import pyplot
     from personalir.ttp.figures import save_figure
+
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(5.0, 3.6))
     palette = plt.get_cmap("tab10")

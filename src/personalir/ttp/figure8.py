@@ -101,15 +101,13 @@ def figure8_rows(
 
 
 def plot(rows: pd.DataFrame, *, out: str | Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    from personalir.common.plotting import palette, pyplot
     from personalir.ttp.figures import save_figure
 
+    plt = pyplot()
+
     fig, ax = plt.subplots(figsize=(5.0, 3.3))
-    palette = plt.get_cmap("tab10")
+    colours = palette(len(rows))
     if rows.empty:
         ax.text(
             0.5,
@@ -122,7 +120,7 @@ def plot(rows: pd.DataFrame, *, out: str | Path, title: str) -> None:
         )
         ax.set_axis_off()
     for i, row in enumerate(rows.itertuples(index=False)):
-        ax.scatter(row[4], 100 * row[3], color=palette(i), s=36, zorder=3)
+        ax.scatter(row[4], 100 * row[3], color=colours[i], s=36, zorder=3)
         ax.annotate(
             row[0], (row[4], 100 * row[3]), textcoords="offset points", xytext=(5, 4), fontsize=8
         )

@@ -8,30 +8,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from personalir.common.io import atomic_path, read_json
+from personalir.common.io import read_json
 
 
 def save_figure(fig, out: str | Path, **savefig) -> None:
-    """Write ``fig`` atomically in the format of ``out``'s suffix (PDFs without a creation
-    date, so they are reproducible) and close it."""
-    import matplotlib.pyplot as plt
+    """Write ``fig`` atomically (:func:`personalir.common.plotting.save`) and close it."""
+    from personalir.common.plotting import save
 
-    suffix = Path(out).suffix
-    with atomic_path(out, suffix=suffix) as tmp:
-        fig.savefig(
-            tmp,
-            format=suffix.lstrip("."),
-            metadata={"CreationDate": None} if suffix == ".pdf" else None,
-            **savefig,
-        )
-    plt.close(fig)
+    save(fig, out, **savefig)
+
+
+def _pyplot():
+    from personalir.common.plotting import pyplot
+
+    return pyplot()
 
 
 def loss_figure(*, loss_path: str | Path, out: str | Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = _pyplot()
 
     hist = read_json(loss_path)
     steps = [h["step"] for h in hist]
@@ -63,13 +57,10 @@ RL_CURVES = (
 def rl_figure(*, log_paths, variants, out: str | Path, title: str) -> None:
     """One panel per logged quantity (reward components, KL, the contrastive loss), one line
     per RL variant, against the GRPO step."""
-    import matplotlib
+    from personalir.common.plotting import palette as colours
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    palette = sns.color_palette("colorblind", n_colors=max(1, len(variants)))
+    plt = _pyplot()
+    palette = colours(len(variants))
     fig, axes = plt.subplots(2, 3, figsize=(9.0, 4.8), sharex=True)
     for path, variant, colour in zip(log_paths, variants, palette, strict=True):
         hist = read_json(path)

@@ -206,16 +206,12 @@ def distribution_figure(
     llm: pd.DataFrame, human: pd.DataFrame | None, path, *, judge: str, human_source: str
 ) -> None:
     """Label shares per dimension, LLM vs human, one panel per dimension (vector PDF)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from personalir.common.io import atomic_path
+    from personalir.common.plotting import pyplot, save
     from personalir.validation.measures import label_shares
 
-    sns.set_theme(style="whitegrid", palette="colorblind")
+    plt = pyplot()
     dims = list(AGREEMENT_ROWS)
     fig, axes = plt.subplots(1, len(dims), figsize=(3.1 * len(dims), 2.8))
     human_name = "Human (simulated)" if human_source == "simulated" else "Human"
@@ -237,9 +233,7 @@ def distribution_figure(
     axes[-1].legend(fontsize=8, title=None)
     fig.suptitle(f"Rating distributions: {judge} vs {human_name.lower()}", fontsize=10)
     fig.tight_layout()
-    with atomic_path(path, suffix=".pdf") as tmp:
-        fig.savefig(tmp, format="pdf", metadata={"CreationDate": None, "Producer": None})
-    plt.close(fig)
+    save(fig, path)
 
 
 def make_tables(
