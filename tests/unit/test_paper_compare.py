@@ -195,3 +195,22 @@ def test_front_matter_names_configuration_commit_and_fingerprints(tmp_path):
 def test_git_commit_of_this_checkout():
     commit = ct.git_commit(cl.REPO_ROOT)
     assert re.match(r"[0-9a-f]{40}|unknown", commit)
+
+
+def test_table4_figure_draws_the_sets_it_has(tmp_path):
+    from personalir.ttp.table4_figure import plot_file
+
+    table = tmp_path / "table4.csv"
+    table.write_text(
+        "Method,Broad Recall@20,Broad Recall@20 ci_low,Broad Recall@20 ci_high,"
+        "Broad Recall@20 paper\nBM25,0.5,0.4,0.6,42.0\nTTP,0.7,,,\n",
+        encoding="utf-8",
+    )
+    assert plot_file(table, out=tmp_path / "t4.pdf", title="t") == ["Broad"]
+    assert (tmp_path / "t4.pdf").read_bytes()[:5] == b"%PDF-"
+    with pytest.raises(ValueError, match="no '<set> MRR@100' column"):
+        import pandas as pd
+
+        from personalir.ttp.table4_figure import plot
+
+        plot(pd.read_csv(table), out=tmp_path / "x.pdf", title="t", measure="MRR@100")

@@ -132,8 +132,21 @@ CONTENTS: dict[str, tuple[PaperItem, ...]] = {
             "tab:ttp-claims",
             ours_only=True,
         ),
+        _P(
+            "Table 4 as a figure",
+            "Recall@20 per test set and method, ours and the paper's",
+            "fig:ttp-table4",
+            ours_only=True,
+        ),
         _P("SFT loss", "token loss and InfoNCE per step", "fig:ttp-loss", ours_only=True),
         _P("GRPO curves", "rewards and KL per step and variant", "fig:ttp-rl", ours_only=True),
+        _P(
+            "TTP on PQB",
+            "personalised retrievers on PQB's query pairs, with and without the user's history",
+            None,
+            "not implemented in this version",
+            ours_only=True,
+        ),
     ),
 }
 #: Said under each contents table: what the paper-results data do not cover.
