@@ -2,6 +2,8 @@
 # that input them. Each manuscript decides what its PDF depends on: every `generated/...` file
 # that paper/<doc>/main.tex inputs is an input of `paper_pdf`, made by whichever rule outputs
 # it into GENERATED (this configuration's `<results_dir>/paper/generated/`).
+import os
+
 from personalir.common.config import config_hash
 from personalir.report.expected import expected_tables
 from personalir.report.paper import paper_inputs
@@ -66,9 +68,11 @@ rule paper_front:
     params:
         label=config["label"],
         config_sha256=config_hash(config),
-        config_files=" ".join(_config_files),
+        # Relative to the working directory (the configfile directive's is absolute), so
+        # the command reads the same in every checkout.
+        config_files=" ".join(dict.fromkeys(os.path.relpath(f) for f in _config_files)),
         data=" ".join(f"{name}={path}" for name, path in RAW_DATA.items()),
-        repo=workflow.basedir,
+        repo=os.path.relpath(workflow.basedir),
         synthetic="--synthetic" if config["data"]["source"] == "sample" else "",
     log:
         logs("report", "paper_front_{doc}.log"),
