@@ -7,6 +7,7 @@
 # core each and fill the gaps of the other stages' jobs.
 
 from personalir.ttp import workflow as ttp_wf
+from personalir.ttp import workflow_pqb as ttp_pqb_wf
 
 TTP = config["ttp"]
 TTP_SETS = ttp_wf.example_sets(config)
@@ -15,10 +16,11 @@ TTP_RL_VARIANTS = ttp_wf.rl_variants(config)
 TTP_RELEVANCE_METHODS = ttp_wf.relevance_methods(config)
 TTP_HISTORY_VALUES = ttp_wf.history_values(config)
 TTP_PUBLIC = ttp_wf.public_sets(config)
+TTP_PQB_SETS = ttp_pqb_wf.pqb_sets(config)
 
 
 wildcard_constraints:
-    ttp_set="|".join([*TTP_SETS, *TTP_PUBLIC]),
+    ttp_set="|".join([*TTP_SETS, *TTP_PUBLIC, *TTP_PQB_SETS]),
     public="|".join(TTP_PUBLIC) or "(?!)",
     method="|".join(TTP_METHODS),
     variant="dense|history_aware|decoupled",

@@ -78,8 +78,8 @@ STAGE_PATTERNS = {
     ],
     # Examples, SFT rows, every method's run file (the RL variants', the ablations' and the
     # students' included), the Relevance pairs and each method's Spearman, Tables 4, 6, 7
-    # and 8, Figure 5 and the ablation claims (the search log they start from is the sample
-    # world's, pinned with the data stage).
+    # and 8, Figure 5, the ablation claims and TTP on PQB (the search log they start from is
+    # the sample world's, pinned with the data stage).
     "ttp": [
         "ttp/*/examples.jsonl",
         "ttp/*/sft.jsonl",
@@ -97,6 +97,8 @@ STAGE_PATTERNS = {
         "ttp/table8.csv",
         "ttp/figure5.csv",
         "ttp/ablations/claims.json",
+        "ttp/pqb/table.csv",
+        "ttp/pqb/history_effects.csv",
     ],
     # Blinded items and their key, the judge's labels, the annotator assignment, the
     # (simulated or imported) annotations, adjudicated labels, agreement and both tables.

@@ -99,8 +99,13 @@ CONTENTS: dict[str, tuple[PaperItem, ...]] = {
         _P(
             "TTP on PQB",
             "personalised retrievers on PQB's query pairs, with and without the user's history",
-            None,
-            "not implemented in this version",
+            "tab:ttp-on-pqb",
+            ours_only=True,
+        ),
+        _P(
+            "History effect on PQB",
+            "does the history make the ranking more robust? (with - without, held / not held)",
+            "tab:ttp-on-pqb-effects",
             ours_only=True,
         ),
     ),
@@ -143,8 +148,13 @@ CONTENTS: dict[str, tuple[PaperItem, ...]] = {
         _P(
             "TTP on PQB",
             "personalised retrievers on PQB's query pairs, with and without the user's history",
-            None,
-            "not implemented in this version",
+            "tab:ttp-on-pqb",
+            ours_only=True,
+        ),
+        _P(
+            "History effect on PQB",
+            "does the history make the ranking more robust? (with - without, held / not held)",
+            "tab:ttp-on-pqb-effects",
             ours_only=True,
         ),
     ),

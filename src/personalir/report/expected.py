@@ -54,6 +54,8 @@ TABLES: dict[str, tuple[str, ...]] = {
     "ttp/figure5.csv": ("method", "test_set"),
     "ttp/figure6.csv": ("N", "Set"),
     "ttp/figure8.csv": ("Path",),
+    "ttp/pqb/table.csv": ("domain", "method", "history"),
+    "ttp/pqb/history_effects.csv": ("method", "metric"),
 }
 # Columns that are not headline values: interval bounds, the papers' values, settings.
 _SKIP_SUFFIXES = ("ci_low", "ci_high", " paper", "paper")
