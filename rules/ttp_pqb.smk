@@ -24,6 +24,8 @@ rule ttp_pqb_examples:
         train=lambda w, input: (
             f"--train-examples {dict(input)['train_examples']}" if "train_examples" in dict(input) else ""
         ),
+    benchmark:
+        bench("ttp", "ttp_pqb_examples", "ttp_set")
     log:
         logs("ttp", "pqb_examples_{ttp_set}.log"),
     resources:
@@ -65,6 +67,8 @@ if TTP_PQB_RUNS:
             methods=ttp_pqb_wf.pqb_methods(config),
             runs=" ".join(f"{s}:{m}:{p}" for s, m, p in TTP_PQB_RUNS),
             seed=config["seed"],
+        benchmark:
+            bench("ttp", "ttp_pqb_evaluate")
         log:
             logs("ttp", "pqb_evaluate.log"),
         resources:
@@ -93,6 +97,8 @@ if TTP_PQB_RUNS:
         params:
             label=config["label"],
             synthetic="--synthetic" if config["data"]["source"] == "sample" else "",
+        benchmark:
+            bench("ttp", "ttp_pqb_tables")
         log:
             logs("ttp", "pqb_tables.log"),
         resources:
@@ -128,6 +134,8 @@ else:
                 if not TTP["enabled"]
                 else "ttp.pqb.methods lists no method"
             ),
+        benchmark:
+            bench("ttp", "ttp_pqb_tables")
         log:
             logs("ttp", "pqb_tables.log"),
         resources:
