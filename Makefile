@@ -18,7 +18,7 @@ export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: run test setup system-deps lint lock clean-results
+.PHONY: run test setup system-deps lint lock clean-results rule-benchmarks
 
 run: setup
 	$(BIN)/snakemake --profile profiles/local
@@ -63,6 +63,13 @@ lint: setup
 # Regenerate requirements.lock from the current venv (after changing pins in pyproject.toml).
 lock:
 	$(BIN)/python -m pip list --format=freeze --exclude-editable > requirements.lock
+
+# Every rule's wall time, CPU time and peak memory from Snakemake's benchmark files of the
+# jobs that have run in results/ (after `make run`): tables and a figure in results/report/.
+rule-benchmarks: setup
+	$(BIN)/python -m personalir.report.rule_benchmarks results/benchmarks/rules \
+		--csv results/report/rule_benchmarks.csv --md results/report/rule_benchmarks.md \
+		--figure results/report/rule_benchmarks.pdf
 
 clean-results:
 	rm -rf results/sample_world results/data results/report results/logs results/paper

@@ -12,6 +12,8 @@ rule sample_world:
     params:
         sample=lambda w: params_json("sample"),
         seed=config["seed"],
+    benchmark:
+        bench("data", "sample_world", "domain")
     log:
         logs("sample_world", "{domain}.log"),
     resources:
@@ -34,6 +36,8 @@ rule download:
         meta=results("download", "{domain}", "meta_{domain}.jsonl.gz"),
     params:
         download=lambda w: params_json("data", "download"),
+    benchmark:
+        bench("data", "download", "domain")
     log:
         logs("download", "{domain}.log"),
     resources:
@@ -59,6 +63,8 @@ rule ingest:
         table="reviews|meta",
     params:
         ingest=lambda w: params_json("data", "ingest"),
+    benchmark:
+        bench("data", "ingest", "domain", "table")
     log:
         logs("data", "ingest_{domain}_{table}.log"),
     resources:
@@ -82,6 +88,8 @@ rule product_documents:
         report=results("data", "{domain}", "products.report.json"),
     params:
         products=lambda w: params_json("data", "products"),
+    benchmark:
+        bench("data", "product_documents", "domain")
     log:
         logs("data", "product_documents_{domain}.log"),
     resources:
@@ -107,6 +115,8 @@ rule user_sentences:
         report=results("data", "{domain}", "user_sentences.report.json"),
     params:
         sentences=lambda w: params_json("data", "sentences"),
+    benchmark:
+        bench("data", "user_sentences", "domain")
     log:
         logs("data", "user_sentences_{domain}.log"),
     resources:

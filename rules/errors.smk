@@ -24,6 +24,8 @@ rule errors_correct:
     params:
         gec=lambda w: params_json("errors", "gec"),
         cache=results("errors", "cache"),
+    benchmark:
+        bench("errors", "errors_correct", "domain")
     log:
         logs("errors", "correct_{domain}.log"),
     resources:
@@ -50,6 +52,8 @@ rule errors_edits:
         edits=lambda w: params_json("errors", "edits"),
         bootstrap=params_json("errors", "statistics", "bootstrap"),
         seed=config["seed"],
+    benchmark:
+        bench("errors", "errors_edits", "domain")
     log:
         logs("errors", "edits_{domain}.log"),
     resources:
@@ -75,6 +79,8 @@ rule errors_profiles:
         summary=results("errors", "{domain}", "profiles.csv"),
     params:
         profiles=lambda w: params_json("errors", "profiles"),
+    benchmark:
+        bench("errors", "errors_profiles", "domain")
     log:
         logs("errors", "profiles_{domain}.log"),
     resources:
@@ -109,6 +115,8 @@ rule errors_sampling_eval:
         ),
         seed=config["seed"],
         products=lambda w, input: f"--products {input.products}" if input.products else "",
+    benchmark:
+        bench("errors", "errors_sampling_eval", "domain")
     log:
         logs("errors", "sampling_eval_{domain}.log"),
     resources:
@@ -143,6 +151,8 @@ rule errors_tables:
         label=config["label"],
         bootstrap=params_json("errors", "sampling_eval", "bootstrap"),
         seed=config["seed"],
+    benchmark:
+        bench("errors", "errors_tables")
     log:
         logs("errors", "tables.log"),
     resources:
@@ -173,6 +183,8 @@ rule errors_figure:
         domains=" ".join(DOMAINS),
         n_users=ERRORS["figure"]["n_users"],
         label=config["label"],
+    benchmark:
+        bench("errors", "errors_figure")
     log:
         logs("errors", "figure.log"),
     resources:

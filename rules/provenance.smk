@@ -36,6 +36,8 @@ rule provenance:
         config_sha256=config_hash(config),
         label=config["label"],
         models=prov.compact_json(prov.model_identifiers(config)),
+    benchmark:
+        bench("provenance", "provenance", "folder")
     log:
         logs("provenance", "{folder}.log"),
     resources:

@@ -24,6 +24,8 @@ rule queries_lm:
         queries=params_json("queries", keys=QUERIES_LM_KEYS),
         seed=config["seed"],
         model_cache=GGUF_CACHE,  # rules/common.smk
+    benchmark:
+        bench("queries", "queries_lm")
     log:
         logs("queries", "lm.log"),
     resources:
@@ -57,6 +59,8 @@ rule queries_candidates:
         n_core_terms=config["data"]["products"]["n_core_terms"],
         seed=config["seed"],
         model_cache=GGUF_CACHE,  # rules/common.smk
+    benchmark:
+        bench("queries", "queries_candidates", "domain")
     log:
         logs("queries", "candidates_{domain}.log"),
     resources:
@@ -102,6 +106,8 @@ rule queries_select:
         errors=params_json("errors", keys=("injection", "edits")),
         seed=config["seed"],
         model_cache=GGUF_CACHE,  # rules/common.smk
+    benchmark:
+        bench("queries", "queries_select", "domain")
     log:
         logs("queries", "select_{domain}.log"),
     resources:
@@ -147,6 +153,8 @@ rule queries_tables:
         domains=" ".join(DOMAINS),
         queries=params_json("queries", keys=("pairs", "identifiability")),
         label=config["label"],
+    benchmark:
+        bench("queries", "queries_tables")
     log:
         logs("queries", "tables.log"),
     resources:

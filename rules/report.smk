@@ -39,6 +39,8 @@ rule dataset_statistics:
     params:
         domains=" ".join(DOMAINS),
         label=config["label"],
+    benchmark:
+        bench("report", "dataset_statistics")
     log:
         logs("report", "dataset_statistics.log"),
     resources:
@@ -74,6 +76,8 @@ rule paper_front:
         data=" ".join(f"{name}={path}" for name, path in RAW_DATA.items()),
         repo=os.path.relpath(workflow.basedir),
         synthetic="--synthetic" if config["data"]["source"] == "sample" else "",
+    benchmark:
+        bench("report", "paper_front", "doc")
     log:
         logs("report", "paper_front_{doc}.log"),
     resources:
@@ -104,6 +108,8 @@ rule paper_pdf:
         # The folder the manuscript's generated/ inputs lie in (the same GENERATED the rules
         # write to; a function, so the linter sees no hard-coded output prefix).
         generated=lambda w: GENERATED,
+    benchmark:
+        bench("report", "paper_pdf", "doc")
     log:
         logs("report", "paper_pdf_{doc}.log"),
     resources:
@@ -129,6 +135,8 @@ if config["paper"]["expected"]:
             csv=results("report", "expected_check.csv"),
         params:
             results_dir=lambda w: RESULTS,
+        benchmark:
+            bench("report", "expected_results")
         log:
             logs("report", "expected_results.log"),
         resources:
@@ -174,6 +182,8 @@ rule report_claims:
     params:
         retrieval=params_json("retrieval", keys=("use", "retrievers")),
         results_dir=lambda w: RESULTS,
+    benchmark:
+        bench("report", "report_claims")
     log:
         logs("report", "claims.log"),
     resources:
@@ -199,6 +209,8 @@ rule report_claims_table:
         tex=generated("pqb_claims.tex"),
     params:
         label=config["label"],
+    benchmark:
+        bench("report", "report_claims_table")
     log:
         logs("report", "claims_table.log"),
     resources:
@@ -237,6 +249,8 @@ rule report_paper_compare:
         figures=lambda w, output: " ".join(
             f"{name}={path}" for name, path in zip(PQB_FIGURES, output.figures)
         ),
+    benchmark:
+        bench("report", "report_paper_compare")
     log:
         logs("report", "paper_compare.log"),
     resources:

@@ -36,6 +36,8 @@ rule retrieval_queries:
     params:
         source=RETRIEVAL["queries"]["source"],
         unknown=RETRIEVAL["queries"]["unknown_products"],
+    benchmark:
+        bench("retrieval", "retrieval_queries", "domain")
     log:
         logs("retrieval", "queries_{domain}.log"),
     resources:
@@ -81,6 +83,8 @@ rule retrieval_run:
         first_stage=lambda w, input: (
             "--first-stage " + " ".join(input.first_stage) if input.first_stage else ""
         ),
+    benchmark:
+        bench("retrieval", "retrieval_run", "retriever")
     log:
         logs("retrieval", "run_{retriever}.log"),
     resources:
@@ -113,6 +117,8 @@ rule retrieval_import_run:
     params:
         entry=lambda w: compact_json(RUN_FILE_DEFS[w.retriever]),
         domains=" ".join(DOMAINS),
+    benchmark:
+        bench("retrieval", "retrieval_import_run", "retriever")
     log:
         logs("retrieval", "import_{retriever}.log"),
     resources:
@@ -144,6 +150,8 @@ rule retrieval_metrics:
     params:
         metrics=lambda w: params_json("retrieval", "metrics"),
         domains=" ".join(DOMAINS),
+    benchmark:
+        bench("retrieval", "retrieval_metrics", "retriever")
     log:
         logs("retrieval", "metrics_{retriever}.log"),
     resources:
@@ -173,6 +181,8 @@ rule retrieval_summary:
         names=" ".join(RETRIEVAL_USE),
         domains=" ".join(DOMAINS),
         seed=config["seed"],
+    benchmark:
+        bench("retrieval", "retrieval_summary")
     log:
         logs("retrieval", "summary.log"),
     resources:
@@ -204,6 +214,8 @@ rule retrieval_tables:
         names=" ".join(RETRIEVAL_USE),
         domains=" ".join(DOMAINS),
         label=config["label"],
+    benchmark:
+        bench("retrieval", "retrieval_tables")
     log:
         logs("retrieval", "tables.log"),
     resources:
@@ -231,6 +243,8 @@ rule retrieval_figures:
         metrics=lambda w: params_json("retrieval", "metrics"),
         names=" ".join(RETRIEVAL_USE),
         domains=" ".join(DOMAINS),
+    benchmark:
+        bench("retrieval", "retrieval_figures")
     log:
         logs("retrieval", "figures.log"),
     resources:

@@ -15,6 +15,8 @@ rule syntax_parse:
     params:
         parse=lambda w: params_json("syntax", "parse"),
         cache=results("syntax", "parse_cache") if SYNTAX["parse"]["cache"] else "",
+    benchmark:
+        bench("syntax", "syntax_parse", "domain")
     log:
         logs("syntax", "parse_{domain}.log"),
     resources:
@@ -42,6 +44,8 @@ rule syntax_features:
     params:
         features=lambda w: params_json("syntax", "features"),
         seed=config["seed"],
+    benchmark:
+        bench("syntax", "syntax_features", "domain")
     log:
         logs("syntax", "features_{domain}.log"),
     resources:
@@ -73,6 +77,8 @@ rule syntax_encoder:
     params:
         encoder=lambda w: params_json("syntax", "encoder"),
         seed=config["seed"],
+    benchmark:
+        bench("syntax", "syntax_encoder", "domain")
     log:
         logs("syntax", "encoder_{domain}.log"),
     resources:
@@ -99,6 +105,8 @@ rule syntax_profiles:
         report=results("syntax", "{domain}", "profiles.report.json"),
     params:
         profiles=lambda w: params_json("syntax", "profiles"),
+    benchmark:
+        bench("syntax", "syntax_profiles", "domain")
     log:
         logs("syntax", "profiles_{domain}.log"),
     resources:
@@ -126,6 +134,8 @@ rule syntax_attribution:
     params:
         attribution=lambda w: params_json("syntax", "attribution"),
         seed=config["seed"],
+    benchmark:
+        bench("syntax", "syntax_attribution", "domain")
     log:
         logs("syntax", "attribution_{domain}.log"),
     resources:
@@ -157,6 +167,8 @@ rule syntax_table:
     params:
         domains=" ".join(DOMAINS),
         label=config["label"],
+    benchmark:
+        bench("syntax", "syntax_table")
     log:
         logs("syntax", "table.log"),
     resources:
@@ -188,6 +200,8 @@ rule syntax_figures:
         paper_training=generated("syntax_training.pdf"),
     params:
         domains=" ".join(DOMAINS),
+    benchmark:
+        bench("syntax", "syntax_figures")
     log:
         logs("syntax", "figures.log"),
     resources:

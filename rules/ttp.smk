@@ -45,6 +45,8 @@ rule ttp_examples:
         seed=config["seed"],
         source=TTP["source"],
         sources=lambda w, input: ttp_wf.example_source_args(config, dict(input)),
+    benchmark:
+        bench("ttp", "ttp_examples", "ttp_set")
     log:
         logs("ttp", "examples_{ttp_set}.log"),
     resources:
@@ -71,6 +73,8 @@ rule ttp_teacher:
     params:
         ttp=params_json("ttp", keys=("teacher", "history", "items")),
         seed=config["seed"],
+    benchmark:
+        bench("ttp", "ttp_teacher", "ttp_set")
     log:
         logs("ttp", "teacher_{ttp_set}.log"),
     resources:
@@ -97,6 +101,8 @@ rule ttp_backbone:
         ttp=params_json("ttp", keys=("backbone",)),
         seed=config["seed"],
         model_cache=GGUF_CACHE,
+    benchmark:
+        bench("ttp", "ttp_backbone")
     log:
         logs("ttp", "backbone.log"),
     resources:
@@ -128,6 +134,8 @@ rule ttp_sft:
     params:
         ttp=params_json("ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection")),
         seed=config["seed"],
+    benchmark:
+        bench("ttp", "ttp_sft")
     log:
         logs("ttp", "sft.log"),
     resources:
@@ -166,6 +174,8 @@ rule ttp_rewriter:
             keys=("backbone", "lora", "sft", "items", "inference", "selection", "decoupled", "dense"),
         ),
         seed=config["seed"],
+    benchmark:
+        bench("ttp", "ttp_rewriter")
     log:
         logs("ttp", "rewriter.log"),
     resources:
@@ -203,6 +213,8 @@ rule ttp_embedder:
             "ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection")
         ),
         seed=config["seed"],
+    benchmark:
+        bench("ttp", "ttp_embedder")
     log:
         logs("ttp", "embedder.log"),
     resources:
@@ -233,6 +245,8 @@ rule ttp_rewrites:
         rewrites=results("ttp", "{ttp_set}", "rewrites.json"),
     params:
         ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference")),
+    benchmark:
+        bench("ttp", "ttp_rewrites", "ttp_set")
     log:
         logs("ttp", "rewrites_{ttp_set}.log"),
     resources:
@@ -274,6 +288,8 @@ rule ttp_rl:
         selection=lambda w, input: (
             f"--selection-from {input.selection}" if "selection" in input.keys() else ""
         ),
+    benchmark:
+        bench("ttp", "ttp_rl", "rl_variant")
     log:
         logs("ttp", "rl_{rl_variant}.log"),
     resources:
@@ -301,6 +317,8 @@ rule ttp_rl_figure:
     params:
         label=config["label"],
         variants=TTP_RL_VARIANTS,
+    benchmark:
+        bench("ttp", "ttp_rl_figure")
     log:
         logs("ttp", "rl_figure.log"),
     resources:
@@ -329,6 +347,8 @@ rule ttp_dense_ft:
         ttp=params_json("ttp", keys=("dense", "items", "selection")),
         seed=config["seed"],
         rewrites=lambda w, input: ttp_wf.rewrites_option(dict(input)),
+    benchmark:
+        bench("ttp", "ttp_dense_ft", "variant")
     log:
         logs("ttp", "dense_ft_{variant}.log"),
     resources:
@@ -362,6 +382,8 @@ rule ttp_fusion:
         ttp=params_json("ttp", keys=("fusion", "items", "selection")),
         dense=ttp_wf.dense_model(config, "dense"),
         seed=config["seed"],
+    benchmark:
+        bench("ttp", "ttp_fusion", "fusion")
     log:
         logs("ttp", "fusion_{fusion}.log"),
     resources:
@@ -389,6 +411,8 @@ rule ttp_teacher_rewrites:
         rewrites=results("ttp", "{ttp_set}", "teacher_rewrites.json"),
     params:
         ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference")),
+    benchmark:
+        bench("ttp", "ttp_teacher_rewrites", "ttp_set")
     log:
         logs("ttp", "teacher_rewrites_{ttp_set}.log"),
     resources:
@@ -418,6 +442,8 @@ rule ttp_student:
     params:
         ttp=params_json("ttp", keys=("student", "items", "selection")),
         seed=config["seed"],
+    benchmark:
+        bench("ttp", "ttp_student", "student_variant")
     log:
         logs("ttp", "student_{student_variant}.log"),
     resources:
@@ -451,6 +477,8 @@ rule ttp_run:
         model_cache=GGUF_CACHE,
         # item encodings shared by a TTP method and its w/o-Intent-Q retrieval (untracked)
         encoding_cache=results("ttp", "encodings"),
+    benchmark:
+        bench("ttp", "ttp_run", "ttp_set", "method")
     log:
         logs("ttp", "run_{ttp_set}_{method}.log"),
     resources:
@@ -483,6 +511,8 @@ rule ttp_cache_store:
         ttp=ttp_wf.cache_store_params(config),
         models=ttp_wf.cache_store_models(config),
         seed=config["seed"],
+    benchmark:
+        bench("ttp", "ttp_cache_store", "ttp_set")
     log:
         logs("ttp", "cache_store_{ttp_set}.log"),
     resources:
@@ -509,6 +539,8 @@ rule ttp_relevance_pairs:
         ttp=params_json("ttp", keys=("relevance_test",)),
         sources=lambda w, input: " ".join(f"--{k} {v}" for k, v in dict(input).items()),
         seed=config["seed"],
+    benchmark:
+        bench("ttp", "ttp_relevance_pairs", "ttp_set")
     log:
         logs("ttp", "relevance_pairs_{ttp_set}.log"),
     resources:
@@ -539,6 +571,8 @@ rule ttp_relevance:
         seed=config["seed"],
         model_cache=GGUF_CACHE,
         encoding_cache=results("ttp", "encodings"),
+    benchmark:
+        bench("ttp", "ttp_relevance", "ttp_set", "method")
     log:
         logs("ttp", "relevance_{ttp_set}_{method}.log"),
     resources:
@@ -578,6 +612,8 @@ rule ttp_evaluate:
         ttp=params_json("ttp", keys=("evaluation",)),
         seed=config["seed"],
         runs=ttp_wf.run_specs(config),
+    benchmark:
+        bench("ttp", "ttp_evaluate")
     log:
         logs("ttp", "evaluate.log"),
     resources:
@@ -610,6 +646,8 @@ rule ttp_table:
     params:
         ttp=params_json("ttp", keys=("methods", "paper_reference")),
         label=config["label"],
+    benchmark:
+        bench("ttp", "ttp_table")
     log:
         logs("ttp", "table.log"),
     resources:
@@ -636,6 +674,8 @@ rule ttp_table8:
     params:
         ttp=params_json("ttp", keys=("methods", "student", "paper_reference")),
         label=config["label"],
+    benchmark:
+        bench("ttp", "ttp_table8")
     log:
         logs("ttp", "table8.log"),
     resources:
@@ -675,6 +715,8 @@ rule ttp_ablations:
             f"--history-sweep {input.history_sweep}" if input.history_sweep else ""
         ),
         public=lambda w, input: f"--public-claims {input.public}" if input.public else "",
+    benchmark:
+        bench("ttp", "ttp_ablations")
     log:
         logs("ttp", "ablations.log"),
     resources:
@@ -708,6 +750,8 @@ rule ttp_ablation_tables:
         figure=generated("ttp_figure5.pdf"),
     params:
         label=config["label"],
+    benchmark:
+        bench("ttp", "ttp_ablation_tables")
     log:
         logs("ttp", "ablation_tables.log"),
     resources:
@@ -732,6 +776,8 @@ rule ttp_loss_figure:
         pdf=generated("ttp_sft_loss.pdf"),
     params:
         label=config["label"],
+    benchmark:
+        bench("ttp", "ttp_loss_figure")
     log:
         logs("ttp", "loss_figure.log"),
     resources:
@@ -764,6 +810,8 @@ rule ttp_figure8:
         teacher=TTP["student"]["teacher"],
         label=config["label"],
         latency=lambda w, input: input.latency or "",
+    benchmark:
+        bench("ttp", "ttp_figure8")
     log:
         logs("ttp", "figure8.log"),
     resources:
@@ -791,6 +839,8 @@ rule ttp_history_examples:
         report=results("ttp", "history", "n{hist_n}", "{ttp_set}", "examples.report.json"),
     params:
         ttp=lambda w: ttp_wf.history_params(config, w.hist_n, ("split", "history", "items")),
+    benchmark:
+        bench("ttp", "ttp_history_examples", "ttp_set", "hist_n")
     log:
         logs("ttp", "history_examples_{ttp_set}_n{hist_n}.log"),
     resources:
@@ -816,6 +866,8 @@ rule ttp_history_teacher:
     params:
         ttp=lambda w: ttp_wf.history_params(config, w.hist_n, ("teacher", "history", "items")),
         seed=config["seed"],
+    benchmark:
+        bench("ttp", "ttp_history_teacher", "ttp_set", "hist_n")
     log:
         logs("ttp", "history_teacher_{ttp_set}_n{hist_n}.log"),
     resources:
@@ -855,6 +907,8 @@ rule ttp_history_sft:
             config, w.hist_n, ("backbone", "lora", "sft", "items", "inference", "selection")
         ),
         seed=config["seed"],
+    benchmark:
+        bench("ttp", "ttp_history_sft", "hist_n")
     log:
         logs("ttp", "history_sft_n{hist_n}.log"),
     resources:
@@ -892,6 +946,8 @@ rule ttp_history_run:
         seed=config["seed"],
         model_cache=GGUF_CACHE,
         encoding_cache=results("ttp", "encodings"),
+    benchmark:
+        bench("ttp", "ttp_history_run", "ttp_set", "hist_n")
     log:
         logs("ttp", "history_run_{ttp_set}_n{hist_n}.log"),
     resources:
@@ -936,6 +992,8 @@ rule ttp_history_evaluate:
             for n in TTP_HISTORY_VALUES
             for s in TTP_SETS
         ),
+    benchmark:
+        bench("ttp", "ttp_history_evaluate")
     log:
         logs("ttp", "history_evaluate.log"),
     resources:
@@ -962,6 +1020,8 @@ rule ttp_figure6:
         label=config["label"],
         main_n=TTP["history"]["n"],
         rows=lambda w, input: f"--rows {input.figure6}" if input.figure6 else "",
+    benchmark:
+        bench("ttp", "ttp_figure6")
     log:
         logs("ttp", "figure6.log"),
     resources:
@@ -997,6 +1057,8 @@ for _fmt in ("personalwab", "kuaisearch"):
             seed=config["seed"],
             test_share=TTP["split"]["test_share"],
             out_dir=lambda w: ttp_wf.public_fixture_dir(RESULTS, w.public),
+        benchmark:
+            bench("ttp", f"ttp_public_fixture_{_fmt}", "public")
         log:
             logs("ttp", "public_fixture_{public}.log"),
         resources:
@@ -1025,6 +1087,8 @@ rule ttp_public_examples:
         ttp=params_json("ttp", keys=("history", "items", "public")),
         fmt=lambda w: TTP_PUBLIC[w.public]["format"],
         data_dir=lambda w: ttp_wf.public_data_dir(config, w.public),
+    benchmark:
+        bench("ttp", "ttp_public_examples", "public")
     log:
         logs("ttp", "public_examples_{public}.log"),
     resources:
@@ -1059,6 +1123,8 @@ rule ttp_public_evaluate:
         examples=" ".join(
             f"{s}:{RESULTS}/ttp/{s}/examples.jsonl" for s in TTP_PUBLIC
         ),
+    benchmark:
+        bench("ttp", "ttp_public_evaluate")
     log:
         logs("ttp", "public_evaluate.log"),
     resources:
@@ -1088,6 +1154,8 @@ rule ttp_table5:
         ttp=params_json("ttp", keys=("public", "paper_reference")),
         label=config["label"],
         summary=lambda w, input: f"--summary {input.summary}" if input.summary else "",
+    benchmark:
+        bench("ttp", "ttp_table5")
     log:
         logs("ttp", "table5.log"),
     resources:

@@ -36,6 +36,8 @@ rule ttp_table3:
         label=config["label"],
         sets=TTP_SETS,
         public=list(TTP_PUBLIC),
+    benchmark:
+        bench("ttp", "ttp_table3")
     log:
         logs("ttp", "table3.log"),
     resources:
@@ -72,6 +74,8 @@ rule ttp_figure3:
         ttp=params_json("ttp", keys=("figure3", "items", "paper_reference")),
         label=config["label"],
         sets=TTP_SETS,
+    benchmark:
+        bench("ttp", "ttp_figure3")
     log:
         logs("ttp", "figure3.log"),
     resources:
@@ -96,6 +100,8 @@ rule ttp_table4_figure:
         pdf=generated("ttp_table4_figure.pdf"),
     params:
         label=config["label"],
+    benchmark:
+        bench("ttp", "ttp_table4_figure")
     log:
         logs("ttp", "table4_figure.log"),
     resources:

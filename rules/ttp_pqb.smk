@@ -24,6 +24,8 @@ rule ttp_pqb_examples:
         train=lambda w, input: (
             f"--train-examples {dict(input)['train_examples']}" if "train_examples" in dict(input) else ""
         ),
+    benchmark:
+        bench("ttp", "ttp_pqb_examples", "ttp_set")
     log:
         logs("ttp", "pqb_examples_{ttp_set}.log"),
     resources:
@@ -56,8 +58,7 @@ if TTP_PQB_RUNS:
             table=results("ttp", "pqb", "table.csv"),
             effects=results("ttp", "pqb", "history_effects.csv"),
             effects_md=results("ttp", "pqb", "history_effects.md"),
-            table_tex=generated("ttp_on_pqb.tex"),
-            effects_tex=generated("ttp_on_pqb_effects.tex"),
+            facts=results("ttp", "pqb", "facts.json"),
         params:
             ttp=params_json("ttp", keys=("pqb", "depth", "evaluation")),
             metrics=params_json("retrieval", "metrics"),
@@ -66,8 +67,8 @@ if TTP_PQB_RUNS:
             methods=ttp_pqb_wf.pqb_methods(config),
             runs=" ".join(f"{s}:{m}:{p}" for s, m, p in TTP_PQB_RUNS),
             seed=config["seed"],
-            label=config["label"],
-            synthetic="--synthetic" if config["data"]["source"] == "sample" else "",
+        benchmark:
+            bench("ttp", "ttp_pqb_evaluate")
         log:
             logs("ttp", "pqb_evaluate.log"),
         resources:
@@ -80,10 +81,37 @@ if TTP_PQB_RUNS:
             "python -u workflow_scripts/ttp_pqb_evaluate.py --runs {params.runs}"
             " --examples {input.examples} --reports {input.reports} --methods {params.methods}"
             " --params {params.ttp:q} --metrics {params.metrics:q} --samples {params.samples}"
-            " --permutations {params.permutations} --seed {params.seed} --label {params.label:q}"
-            " {params.synthetic} --summary {output.summary} --table {output.table}"
-            " --effects {output.effects} --effects-md {output.effects_md}"
-            " --table-tex {output.table_tex} --effects-tex {output.effects_tex} > {log} 2>&1"
+            " --permutations {params.permutations} --seed {params.seed}"
+            " --summary {output.summary} --table {output.table} --effects {output.effects}"
+            " --effects-md {output.effects_md} --facts {output.facts} > {log} 2>&1"
+
+    rule ttp_pqb_tables:
+        """The TTP-on-PQB table and the history effects in LaTeX (both PDFs' discussion)."""
+        input:
+            table=results("ttp", "pqb", "table.csv"),
+            effects=results("ttp", "pqb", "history_effects.csv"),
+            facts=results("ttp", "pqb", "facts.json"),
+        output:
+            table_tex=generated("ttp_on_pqb.tex"),
+            effects_tex=generated("ttp_on_pqb_effects.tex"),
+        params:
+            label=config["label"],
+            synthetic="--synthetic" if config["data"]["source"] == "sample" else "",
+        benchmark:
+            bench("ttp", "ttp_pqb_tables")
+        log:
+            logs("ttp", "pqb_tables.log"),
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        threads: 1
+        conda:
+            "../envs/ttp.yaml"
+        shell:
+            "python -u workflow_scripts/ttp_pqb_tables.py --table {input.table}"
+            " --effects {input.effects} --facts {input.facts} --label {params.label:q}"
+            " {params.synthetic} --table-tex {output.table_tex}"
+            " --effects-tex {output.effects_tex} > {log} 2>&1"
 
     FINAL_TARGETS.extend(
         [
@@ -94,7 +122,7 @@ if TTP_PQB_RUNS:
 
 else:
 
-    rule ttp_pqb_absent:
+    rule ttp_pqb_tables:
         """Where this configuration evaluates no TTP method on PQB, the documents' TTP-on-PQB
         tables say why."""
         output:
@@ -106,8 +134,10 @@ else:
                 if not TTP["enabled"]
                 else "ttp.pqb.methods lists no method"
             ),
+        benchmark:
+            bench("ttp", "ttp_pqb_tables")
         log:
-            logs("ttp", "pqb_absent.log"),
+            logs("ttp", "pqb_tables.log"),
         resources:
             mem_mb=500,
             runtime=5,
@@ -115,5 +145,5 @@ else:
         conda:
             "../envs/ttp.yaml"
         shell:
-            "python -u workflow_scripts/ttp_pqb_evaluate.py --absent {params.reason:q}"
+            "python -u workflow_scripts/ttp_pqb_tables.py --absent {params.reason:q}"
             " --table-tex {output.table_tex} --effects-tex {output.effects_tex} > {log} 2>&1"

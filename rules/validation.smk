@@ -32,6 +32,8 @@ rule validation_items:
         ),
         domains=" ".join(DOMAINS),
         seed=config["seed"],
+    benchmark:
+        bench("validation", "validation_items")
     log:
         logs("validation", "items.log"),
     resources:
@@ -60,6 +62,8 @@ rule validation_judge:
         seed=config["seed"],
         cache=JUDGE_CACHE,
         model_cache=GGUF_CACHE,  # rules/common.smk
+    benchmark:
+        bench("validation", "validation_judge")
     log:
         main=logs("validation", "judge.log"),
         server=logs("validation", "judge_server.log"),
@@ -92,6 +96,8 @@ rule validation_export:
         human=params_json("validation", "human"),
         dimensions=" ".join(VALIDATION_DIMENSIONS),
         seed=config["seed"],
+    benchmark:
+        bench("validation", "validation_export")
     log:
         logs("validation", "export.log"),
     resources:
@@ -126,6 +132,8 @@ rule validation_human:
         validation=params_json("validation", keys=("human", "agreement")),
         dimensions=" ".join(VALIDATION_DIMENSIONS),
         seed=config["seed"],
+    benchmark:
+        bench("validation", "validation_human")
     log:
         logs("validation", "human.log"),
     resources:
@@ -166,6 +174,8 @@ rule validation_tables:
         seed=config["seed"],
         label=config["label"],
         synthetic=SYNTHETIC,
+    benchmark:
+        bench("validation", "validation_tables")
     log:
         logs("validation", "tables.log"),
     resources:

@@ -47,6 +47,13 @@ def results_path(results_dir: str, *parts: str) -> str:
     return "/".join([results_dir, *parts])
 
 
+def benchmark_path(root: str, stage: str, rule: str, *wildcards: str) -> str:
+    """``<root>/<stage>/<rule>[.{w1}.{w2}].tsv``: a rule's Snakemake benchmark file, one per
+    job (its wildcards in the name)."""
+    suffix = "".join(f".{{{w}}}" for w in wildcards)
+    return f"{root}/{stage}/{rule}{suffix}.tsv"
+
+
 class MissingInput(ValueError):
     """A configured target needs a raw file that the configuration does not provide."""
 

@@ -156,6 +156,7 @@ def test_registry_enums_are_the_registries_names():
         "retrieval/metrics/pqb/items": "personalir.retrieval.metrics:METRICS",
         "ttp/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
         "ttp/relevance_test/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
+        "ttp/pqb/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
         "ttp/public/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
         "ttp/student/teacher": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
         "validation/judge/dimensions/items": "personalir.validation.dimensions:DIMENSIONS",

@@ -191,6 +191,7 @@ def test_evaluate_writes_the_table_effects_and_latex(tmp_path):
             "table": "table.csv",
             "effects": "effects.csv",
             "effects_md": "effects.md",
+            "facts": "facts.json",
             "table_tex": "table.tex",
             "effects_tex": "effects.tex",
         }.items()
@@ -216,7 +217,9 @@ def test_evaluate_writes_the_table_effects_and_latex(tmp_path):
         log=lambda *_: None,
     )
     on_pqb_tables.write_tex(
-        facts,
+        table=out["table"],
+        effects=out["effects"],
+        facts=out["facts"],
         config_label="unit",
         synthetic=True,
         table_out=out["table_tex"],
@@ -247,9 +250,13 @@ def test_evaluate_writes_the_table_effects_and_latex(tmp_path):
     assert r"\label{tab:ttp-on-pqb-effects}" in out["effects_tex"].read_text(encoding="utf-8")
 
 
-def test_absent_tex_says_why_under_the_same_label():
-    tex = on_pqb_tables.absent_tex("TTP is disabled (ttp.enabled is false)")
+def test_absent_tables_say_why_under_the_same_labels(tmp_path):
+    on_pqb_tables.write_absent(
+        "TTP is disabled (ttp.enabled is false)", tmp_path / "t", tmp_path / "e"
+    )
+    tex = (tmp_path / "t").read_text(encoding="utf-8")
     assert r"\label{tab:ttp-on-pqb}" in tex and "ttp.enabled is false" in tex
+    assert r"\label{tab:ttp-on-pqb-effects}" in (tmp_path / "e").read_text(encoding="utf-8")
 
 
 def _config(**pqb):

@@ -444,11 +444,12 @@ def evaluate(
     out: Mapping[str, str | Path],
     log=print,
 ) -> dict:
-    """Score every run, write the summary (CSV), the table (CSV) and the history effects
-    (CSV, Markdown); return what the LaTeX needs (:mod:`personalir.ttp.on_pqb_tables`).
+    """Score every run, write the summary (CSV), the table (CSV), the history effects (CSV,
+    Markdown) and the facts the LaTeX needs (:mod:`personalir.ttp.on_pqb_tables`).
     ``examples``: domain -> the history set's examples (the queries evaluated); ``out`` keys:
-    summary, table, effects, effects_md."""
-    from personalir.common.io import read_json, write_text
+    summary, table, effects, effects_md, facts (what the captions say: queries, pairs, the
+    table's metrics, RR's depth)."""
+    from personalir.common.io import read_json, write_json, write_text
     from personalir.retrieval.summary import write_csv
     from personalir.ttp.data import read_examples
 
@@ -506,13 +507,10 @@ def evaluate(
         "seen_in_training": seen,
         "held": held,
         "effect_rows": len(effects),
-    }
-    log(json.dumps(facts))
-    return facts | {
-        "table": table,
-        "effects": effects,
-        "robust": robust,
-        "effective": effective,
         "domains": domains,
         "rr_depth": settings.rr_depth,
+        "table_metrics": {"robustness": robust, "effectiveness": effective},
     }
+    write_json(out["facts"], facts)
+    log(json.dumps(facts))
+    return facts

@@ -128,22 +128,34 @@ def absent_tex(reason: str, label: str = "tab:ttp-on-pqb") -> str:
 
 
 def write_tex(
-    result: Mapping, *, config_label: str, synthetic: bool, table_out, effects_out
+    *, table, effects, facts, config_label: str, synthetic: bool, table_out, effects_out
 ) -> None:
-    """Both LaTeX tables from what :func:`personalir.ttp.on_pqb.evaluate` returns."""
+    """Both LaTeX tables from ``ttp_pqb_evaluate``'s table.csv, history_effects.csv and
+    facts.json."""
+    from personalir.common.io import read_json
+
+    frame = pd.read_csv(table, keep_default_na=False, na_values=[""])
+    effect_rows = pd.read_csv(effects, keep_default_na=False, na_values=[""])
+    info = read_json(facts)
+    metrics = info["table_metrics"]
     write_text(
         table_out,
         table_tex(
-            result["table"],
-            list(result["robust"]) + list(result["effective"]),
+            frame,
+            list(metrics["robustness"]) + list(metrics["effectiveness"]),
             config_label=config_label,
-            domains=result["domains"],
-            pairs=result["pairs"],
-            seen=result["seen_in_training"],
-            queries=result["queries"],
-            rr_depth=result["rr_depth"],
+            domains=info["domains"],
+            pairs=info["pairs"],
+            seen=info["seen_in_training"],
+            queries=info["queries"],
+            rr_depth=info["rr_depth"],
             synthetic=synthetic,
-            effectiveness=result["effective"],
+            effectiveness=metrics["effectiveness"],
         ),
     )
-    write_text(effects_out, effects_tex(result["effects"], config_label=config_label))
+    write_text(effects_out, effects_tex(effect_rows, config_label=config_label))
+
+
+def write_absent(reason: str, table_out, effects_out) -> None:
+    write_text(table_out, absent_tex(reason))
+    write_text(effects_out, absent_tex(reason, "tab:ttp-on-pqb-effects"))
