@@ -67,9 +67,9 @@ lock:
 # Every rule's wall time, CPU time and peak memory from Snakemake's benchmark files of the
 # jobs that have run in results/ (after `make run`): tables and a figure in results/report/.
 rule-benchmarks: setup
-	$(BIN)/python -m personalir.report.rule_benchmarks results/benchmarks/rules \
-		--csv results/report/rule_benchmarks.csv --md results/report/rule_benchmarks.md \
-		--figure results/report/rule_benchmarks.pdf
+	$(BIN)/python -m personalir.report.rule_benchmarks results/logs/benchmarks \
+		--csv results/logs/rule_benchmarks.csv --md results/logs/rule_benchmarks.md \
+		--figure results/logs/rule_benchmarks.pdf
 
 clean-results:
 	rm -rf results/sample_world results/data results/report results/logs results/paper

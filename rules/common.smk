@@ -10,10 +10,10 @@ compact_json = workflow_support.compact_json
 results = partial(workflow_support.results_path, RESULTS)
 logs = partial(workflow_support.results_path, LOGS)
 generated = partial(workflow_support.results_path, GENERATED)
-# Every rule's Snakemake benchmark (wall s, max RSS, CPU s of the job):
-# <results>/benchmarks/rules/<stage>/<rule>[.<wildcards>].tsv (python -m
+# Every rule's Snakemake benchmark (wall s, max RSS, CPU s of the job), host facts like the
+# logs and beside them: <results>/logs/benchmarks/<stage>/<rule>[.<wildcards>].tsv (python -m
 # personalir.report.rule_benchmarks aggregates them).
-bench = partial(workflow_support.benchmark_path, f"{RESULTS}/benchmarks/rules")
+bench = partial(workflow_support.benchmark_path, f"{LOGS}/benchmarks")
 raw_file = partial(workflow_support.raw_file, config)
 # Domains whose product catalogue (meta file) the configuration provides.
 CATALOGUE_DOMAINS = [d for d in DOMAINS if workflow_support.has_catalogue(config, d)]

@@ -2,15 +2,15 @@
 figure.
 
 Each rule of the workflow has a ``benchmark:`` directive; Snakemake writes one TSV per job,
-``<results>/benchmarks/rules/<stage>/<rule>[.<wildcards>].tsv`` (columns ``s`` wall seconds,
+``<results>/logs/benchmarks/<stage>/<rule>[.<wildcards>].tsv`` (columns ``s`` wall seconds,
 ``max_rss`` peak resident MB, ``cpu_time`` CPU seconds, ...). A job that did not run in the
 last workflow run keeps the file of the run that made it; a job that never ran has none, so
 the table describes the jobs that have run in this results tree, and says how many files it
 read. Timings are host facts: they live here and in the docs, never in a DVC-tracked output.
 
-    python -m personalir.report.rule_benchmarks results/benchmarks/rules \\
-        --csv results/report/rule_benchmarks.csv --md results/report/rule_benchmarks.md \\
-        --figure results/report/rule_benchmarks.pdf
+    python -m personalir.report.rule_benchmarks results/logs/benchmarks \\
+        --csv results/logs/rule_benchmarks.csv --md results/logs/rule_benchmarks.md \\
+        --figure results/logs/rule_benchmarks.pdf
 
 ``make rule-benchmarks`` runs it on the embedded default's results.
 """
@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from personalir.common.io import write_text
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("root", help="<results>/benchmarks/rules")
+    ap.add_argument("root", help="<results>/logs/benchmarks")
     ap.add_argument("--csv", help="per-rule table (CSV)")
     ap.add_argument("--md", help="per-stage and per-rule tables (Markdown)")
     ap.add_argument("--figure", help="wall time and peak memory per rule (PDF or PNG)")
