@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from personalir.common.fingerprint import diff_fingerprints, fingerprint, fingerprint_tree
+from personalir.common.hf_files import stable_tokenizer_config
 from personalir.common.io import atomic_open, write_json, write_jsonl, write_parquet
 from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed
@@ -180,6 +181,43 @@ def test_adapter_config_modules_are_sorted(tmp_path):
     stable_adapter_config(tmp_path)
     config = json.loads((tmp_path / "adapter_config.json").read_text())
     assert config == {"r": 8, "target_modules": ["gate_proj", "q_proj", "v_proj"]}
+
+
+def test_saved_tokenizer_bytes_do_not_follow_the_offline_setting(tmp_path):
+    """``save_pretrained`` writes ``local_files_only`` as the loading shell's HF_HUB_OFFLINE
+    said; the TTP store's model version and the fusion fingerprints hash these files."""
+    import subprocess
+    import sys
+
+    from personalir.common.models import resolve_model
+
+    source = resolve_model("packaged:all-MiniLM-L6-v2").path
+    script = (
+        "import sys; from transformers import AutoTokenizer; "
+        "from personalir.common.hf_files import stable_tokenizer_config as s; "
+        "AutoTokenizer.from_pretrained(sys.argv[1]).save_pretrained(sys.argv[2]); "
+        "print(open(sys.argv[2] + '/tokenizer_config.json').read().count('local_files_only')); "
+        "s(sys.argv[2]); s(sys.argv[2])"
+    )
+    saved = {}
+    for offline in ("1", "0"):
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_OFFLINE")}
+        env["HF_HUB_OFFLINE"] = offline
+        out = tmp_path / f"offline{offline}"
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(source), str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert done.stdout.strip() == "1"  # transformers wrote the key: the fix has work to do
+        saved[offline] = (out / "tokenizer_config.json").read_bytes()
+    assert saved["1"] == saved["0"]
+    config = json.loads(saved["1"])
+    assert "local_files_only" not in config and config["do_lower_case"] is True
+    (tmp_path / "bare").mkdir()
+    stable_tokenizer_config(tmp_path / "bare")  # no tokenizer saved there: nothing to do
 
 
 def test_epoch_candidate_metadata_is_one_json_value(tmp_path):

@@ -41,6 +41,21 @@ class PaperItem:
 
 
 _P = PaperItem
+#: The closing discussion of both documents (``personalir.ttp.on_pqb``).
+_TTP_ON_PQB = (
+    _P(
+        "TTP on PQB",
+        "personalised retrievers on PQB's query pairs, with and without the user's history",
+        "tab:ttp-on-pqb",
+        ours_only=True,
+    ),
+    _P(
+        "History effect on PQB",
+        "does the history make the ranking more robust? (with - without, held / not held)",
+        "tab:ttp-on-pqb-effects",
+        ours_only=True,
+    ),
+)
 CONTENTS: dict[str, tuple[PaperItem, ...]] = {
     "pqb": (
         _P(
@@ -96,18 +111,7 @@ CONTENTS: dict[str, tuple[PaperItem, ...]] = {
             "tab:retrieval-degradation",
             ours_only=True,
         ),
-        _P(
-            "TTP on PQB",
-            "personalised retrievers on PQB's query pairs, with and without the user's history",
-            "tab:ttp-on-pqb",
-            ours_only=True,
-        ),
-        _P(
-            "History effect on PQB",
-            "does the history make the ranking more robust? (with - without, held / not held)",
-            "tab:ttp-on-pqb-effects",
-            ours_only=True,
-        ),
+        *_TTP_ON_PQB,
     ),
     "ttp": (
         _P("Table 3", "test-set statistics", "tab:ttp-table3"),
@@ -145,18 +149,7 @@ CONTENTS: dict[str, tuple[PaperItem, ...]] = {
         ),
         _P("SFT loss", "token loss and InfoNCE per step", "fig:ttp-loss", ours_only=True),
         _P("GRPO curves", "rewards and KL per step and variant", "fig:ttp-rl", ours_only=True),
-        _P(
-            "TTP on PQB",
-            "personalised retrievers on PQB's query pairs, with and without the user's history",
-            "tab:ttp-on-pqb",
-            ours_only=True,
-        ),
-        _P(
-            "History effect on PQB",
-            "does the history make the ranking more robust? (with - without, held / not held)",
-            "tab:ttp-on-pqb-effects",
-            ours_only=True,
-        ),
+        *_TTP_ON_PQB,
     ),
 }
 #: Said under each contents table: what the paper-results data do not cover.

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from personalir.common.hf_files import stable_tokenizer_config
 from personalir.common.io import write_json
 from personalir.common.seeding import derive_seed
 from personalir.ttp.data import item_fields, merge_corpora, read_examples
@@ -158,6 +159,7 @@ def fine_tune(
     model.eval()
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     model.save(str(out_dir))
+    stable_tokenizer_config(out_dir)
     return {
         "variant": variant,
         "base_model": model_name,

@@ -180,6 +180,7 @@ def describe_backbone(info: BackboneInfo) -> str:
 
 
 def save_backbone(model, tokenizer, info: BackboneInfo, out_dir: str | Path) -> None:
+    from personalir.common.hf_files import stable_tokenizer_config
     from personalir.common.io import write_json
 
     out_dir = Path(out_dir)
@@ -187,6 +188,7 @@ def save_backbone(model, tokenizer, info: BackboneInfo, out_dir: str | Path) -> 
     # One weights file whatever the size (the workflow declares it as a temporary output).
     model.save_pretrained(out_dir, max_shard_size="1000GB")
     tokenizer.save_pretrained(out_dir)
+    stable_tokenizer_config(out_dir)
     write_json(out_dir / BACKBONE_INFO, asdict(info))
 
 
