@@ -18,7 +18,7 @@ export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: run test setup system-deps lint lock clean-results rule-benchmarks
+.PHONY: run test setup system-deps lint lock clean-results rule-benchmarks report
 
 run: setup
 	$(BIN)/snakemake --profile profiles/local
@@ -66,8 +66,15 @@ lock:
 
 # Every rule's wall time, CPU time and peak memory from Snakemake's benchmark files of the
 # jobs that have run in results/ (after `make run`): tables and a figure in results/report/.
+# One self-contained HTML page of every figure and main table with its caption (after a run).
+report: setup
+	$(BIN)/snakemake --profile profiles/local --report results/logs/report.html
+
 rule-benchmarks: setup
+	mkdir -p results/logs
+	$(BIN)/snakemake --profile profiles/local --forceall --dry-run > results/logs/plan.txt
 	$(BIN)/python -m personalir.report.rule_benchmarks results/logs/benchmarks \
+		--plan results/logs/plan.txt --critical-csv results/logs/critical_path.csv \
 		--csv results/logs/rule_benchmarks.csv --md results/logs/rule_benchmarks.md \
 		--figure results/logs/rule_benchmarks.pdf
 

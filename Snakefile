@@ -47,6 +47,9 @@ FINAL_TARGETS = []
 wildcard_constraints:
     domain="|".join(DOMAINS),
 
+report: "rules/captions/workflow.rst"
+
+
 include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/errors.smk"

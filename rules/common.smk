@@ -14,6 +14,16 @@ generated = partial(workflow_support.results_path, GENERATED)
 # logs and beside them: <results>/logs/benchmarks/<stage>/<rule>[.<wildcards>].tsv (python -m
 # personalir.report.rule_benchmarks aggregates them).
 bench = partial(workflow_support.benchmark_path, f"{LOGS}/benchmarks")
+
+
+def shown(path, caption, category, subcategory=None):
+    """An output shown by ``snakemake --report`` (``make report``): its caption is
+    ``rules/captions/<caption>.rst``, a Jinja template that may name ``snakemake.wildcards``."""
+    return report(
+        path, caption=f"captions/{caption}.rst", category=category, subcategory=subcategory
+    )
+
+
 raw_file = partial(workflow_support.raw_file, config)
 # Domains whose product catalogue (meta file) the configuration provides.
 CATALOGUE_DOMAINS = [d for d in DOMAINS if workflow_support.has_catalogue(config, d)]

@@ -177,7 +177,9 @@ rule errors_figure:
     input:
         profiles=expand(results("errors", "{domain}", "profiles.json"), domain=DOMAINS),
     output:
-        figure=generated("errors_mechanism_profiles.pdf"),
+        figure=shown(
+            generated("errors_mechanism_profiles.pdf"), "errors_profiles", "PQB", "Figures"
+        ),
         data=results("errors", "mechanisms_figure.csv"),
     params:
         domains=" ".join(DOMAINS),

@@ -100,7 +100,7 @@ rule paper_pdf:
         preamble="paper/preamble.tex",
         generated=lambda w: PAPER_INPUTS[w.doc],
     output:
-        pdf=results("paper", "{doc}.pdf"),
+        pdf=shown(results("paper", "{doc}.pdf"), "paper_pdf", "Documents"),
     wildcard_constraints:
         doc="|".join(PAPER_DOCS),
     params:
@@ -177,7 +177,7 @@ rule report_claims:
         tables=CLAIM_INPUTS,
         paper="config/paper_results/pqb.yaml",
     output:
-        csv=results("report", "claims.csv"),
+        csv=shown(results("report", "claims.csv"), "pqb_claims", "Documents"),
         md=results("report", "claims.md"),
     params:
         retrieval=params_json("retrieval", keys=("use", "retrievers")),
@@ -235,9 +235,12 @@ rule report_paper_compare:
         ],
         paper="config/paper_results/pqb.yaml",
     output:
-        csv=results("report", "pqb_vs_paper.csv"),
+        csv=shown(results("report", "pqb_vs_paper.csv"), "pqb_vs_paper", "PQB", "Tables"),
         tex=[generated(f"pqb_paper_{key}.tex") for key in PQB_COMPARED],
-        figures=[generated(f"pqb_paper_{name}.pdf") for name in PQB_FIGURES],
+        figures=[
+            shown(generated(f"pqb_paper_{name}.pdf"), "pqb_paper_figure", "PQB", "Figures")
+            for name in PQB_FIGURES
+        ],
     params:
         retrieval=params_json("retrieval", keys=("use", "retrievers")),
         results_dir=lambda w: RESULTS,

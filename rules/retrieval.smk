@@ -203,9 +203,21 @@ rule retrieval_tables:
     input:
         summary=results("retrieval", "summary.csv"),
     output:
-        flip_csv=results("retrieval", "table_flip_rrstd.csv"),
-        deg_csv=results("retrieval", "table_degradation.csv"),
-        eff_csv=results("retrieval", "table_effectiveness.csv"),
+        flip_csv=shown(
+            results("retrieval", "table_flip_rrstd.csv"), "retrieval_flip", "PQB", "Tables"
+        ),
+        deg_csv=shown(
+            results("retrieval", "table_degradation.csv"),
+            "retrieval_degradation",
+            "PQB",
+            "Tables",
+        ),
+        eff_csv=shown(
+            results("retrieval", "table_effectiveness.csv"),
+            "retrieval_effectiveness",
+            "PQB",
+            "Tables",
+        ),
         flip_tex=generated("retrieval_flip_rrstd.tex"),
         deg_tex=generated("retrieval_degradation.tex"),
         eff_tex=generated("retrieval_effectiveness.tex"),

@@ -194,8 +194,10 @@ rule syntax_figures:
         curves=expand(rules.syntax_encoder.output.curve, domain=DOMAINS),
         metas=expand(rules.syntax_encoder.output.report, domain=DOMAINS),
     output:
-        roc=results("syntax", "figures", "syntax_roc.pdf"),
-        training=results("syntax", "figures", "syntax_training.pdf"),
+        roc=shown(results("syntax", "figures", "syntax_roc.pdf"), "syntax_roc", "PQB", "Figures"),
+        training=shown(
+            results("syntax", "figures", "syntax_training.pdf"), "syntax_training", "PQB", "Figures"
+        ),
         paper_roc=generated("syntax_roc.pdf"),
         paper_training=generated("syntax_training.pdf"),
     params:

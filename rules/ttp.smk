@@ -313,7 +313,7 @@ rule ttp_rl_figure:
     input:
         logs=expand(results("ttp", "rl", "{rl_variant}", "log.json"), rl_variant=TTP_RL_VARIANTS),
     output:
-        pdf=generated("ttp_rl_curves.pdf"),
+        pdf=shown(generated("ttp_rl_curves.pdf"), "ttp_rl", "TTP", "Figures"),
     params:
         label=config["label"],
         variants=TTP_RL_VARIANTS,
@@ -641,7 +641,7 @@ rule ttp_table:
             method=TTP_RELEVANCE_METHODS,
         ),
     output:
-        csv=results("ttp", "table4.csv"),
+        csv=shown(results("ttp", "table4.csv"), "ttp_table4", "TTP", "Tables"),
         tex=generated("ttp_table4.tex"),
     params:
         ttp=params_json("ttp", keys=("methods", "paper_reference")),
@@ -740,14 +740,14 @@ rule ttp_ablation_tables:
         figure5=results("ttp", "ablations", "figure5.parquet"),
         claims=results("ttp", "ablations", "claims.json"),
     output:
-        table6=results("ttp", "table6.csv"),
-        table7=results("ttp", "table7.csv"),
+        table6=shown(results("ttp", "table6.csv"), "ttp_ablations", "TTP", "Tables"),
+        table7=shown(results("ttp", "table7.csv"), "ttp_ablations", "TTP", "Tables"),
         figure5=results("ttp", "figure5.csv"),
         claims=results("ttp", "claims.md"),
         table6_tex=generated("ttp_table6.tex"),
         table7_tex=generated("ttp_table7.tex"),
         claims_tex=generated("ttp_claims.tex"),
-        figure=generated("ttp_figure5.pdf"),
+        figure=shown(generated("ttp_figure5.pdf"), "ttp_figure5", "TTP", "Figures"),
     params:
         label=config["label"],
     benchmark:
@@ -773,7 +773,7 @@ rule ttp_loss_figure:
         loss=results("ttp", "sft", "loss.json"),
         report=results("ttp", "sft", "train.report.json"),
     output:
-        pdf=generated("ttp_sft_loss.pdf"),
+        pdf=shown(generated("ttp_sft_loss.pdf"), "ttp_loss", "TTP", "Figures"),
     params:
         label=config["label"],
     benchmark:
@@ -804,8 +804,8 @@ rule ttp_figure8:
             method=ttp_wf.serving_methods(config),
         ),
     output:
-        csv=results("ttp", "figure8.csv"),
-        pdf=generated("ttp_figure8.pdf"),
+        csv=shown(results("ttp", "figure8.csv"), "ttp_figure8", "TTP", "Tables"),
+        pdf=shown(generated("ttp_figure8.pdf"), "ttp_figure8", "TTP", "Figures"),
     params:
         teacher=TTP["student"]["teacher"],
         label=config["label"],
@@ -1015,7 +1015,7 @@ rule ttp_figure6:
         paper_results="config/paper_results/ttp.yaml",
     output:
         csv=results("ttp", "figure6.csv"),
-        pdf=generated("ttp_figure6.pdf"),
+        pdf=shown(generated("ttp_figure6.pdf"), "ttp_figure6", "TTP", "Figures"),
     params:
         label=config["label"],
         main_n=TTP["history"]["n"],

@@ -69,7 +69,7 @@ rule ttp_figure3:
     output:
         cases=results("ttp", "figure3_cases.csv"),
         csv=results("ttp", "figure3.csv"),
-        pdf=generated("ttp_figure3.pdf"),
+        pdf=shown(generated("ttp_figure3.pdf"), "ttp_figure3", "TTP", "Figures"),
     params:
         ttp=params_json("ttp", keys=("figure3", "items", "paper_reference")),
         label=config["label"],
@@ -97,7 +97,7 @@ rule ttp_table4_figure:
     input:
         table=results("ttp", "table4.csv"),
     output:
-        pdf=generated("ttp_table4_figure.pdf"),
+        pdf=shown(generated("ttp_table4_figure.pdf"), "ttp_table4_figure", "TTP", "Figures"),
     params:
         label=config["label"],
     benchmark:

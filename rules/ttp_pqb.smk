@@ -55,8 +55,13 @@ if TTP_PQB_RUNS:
             reports=[results("ttp", s, "examples.report.json") for s in TTP_PQB_SETS],
         output:
             summary=results("ttp", "pqb", "summary.csv"),
-            table=results("ttp", "pqb", "table.csv"),
-            effects=results("ttp", "pqb", "history_effects.csv"),
+            table=shown(results("ttp", "pqb", "table.csv"), "ttp_on_pqb", "TTP", "Tables"),
+            effects=shown(
+                results("ttp", "pqb", "history_effects.csv"),
+                "ttp_on_pqb_effects",
+                "TTP",
+                "Tables",
+            ),
             effects_md=results("ttp", "pqb", "history_effects.md"),
             facts=results("ttp", "pqb", "facts.json"),
         params:

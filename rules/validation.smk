@@ -164,11 +164,17 @@ rule validation_tables:
         human_report=rules.validation_human.output.report,
         paper_results="config/paper_results/pqb.yaml",
     output:
-        ratings_csv=results("validation", "ratings.csv"),
-        agreement_csv=results("validation", "agreement.csv"),
+        ratings_csv=shown(
+            results("validation", "ratings.csv"), "validation_ratings", "PQB", "Tables"
+        ),
+        agreement_csv=shown(
+            results("validation", "agreement.csv"), "validation_agreement", "PQB", "Tables"
+        ),
         ratings_tex=generated("validation_ratings.tex"),
         agreement_tex=generated("validation_agreement.tex"),
-        figure=generated("validation_distributions.pdf"),
+        figure=shown(
+            generated("validation_distributions.pdf"), "validation_figure", "PQB", "Figures"
+        ),
     params:
         validation=params_json("validation", keys=("agreement",)),
         seed=config["seed"],

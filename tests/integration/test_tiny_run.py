@@ -18,7 +18,8 @@ from personalir.common.config import REPO_ROOT
 from personalir.common.fingerprint import STAGE_PATTERNS, diff_fingerprints, fingerprint_tree
 from personalir.report.contents import DOCUMENTS, items
 
-from .tiny import TINY_RESULTS
+from .small_run import must
+from .tiny import TINY_RESULTS, run_tiny
 
 pytestmark = [pytest.mark.integration, pytest.mark.tiny_run]
 
@@ -66,3 +67,37 @@ def test_fingerprints_match_checked_in(tiny_run, stage):
         f"`python scripts/fingerprints.py {results} --stage all --config tiny --update`: "
         f"{problems[:10]}"
     )
+
+
+def test_report_shows_every_figure_and_both_documents(tiny_run, tmp_path):
+    """`snakemake --report` (make report) gathers every figure the documents include, both
+    PDFs and the main tables, each with its caption; a new figure without report() fails."""
+    html = tmp_path / "report.html"
+    proc = must(run_tiny(tiny_run["work"], "--report", str(html)))
+    added = set(re.findall(r"^Adding (\S+) \(", proc.stdout + proc.stderr, flags=re.M))
+    generated = tiny_run["work"] / TINY_RESULTS / "paper" / "generated"
+    figures = {p.name for p in generated.glob("*.pdf")}
+    assert figures and figures <= added, f"figures left out of the report: {figures - added}"
+    assert {"pqb.pdf", "ttp.pdf", "claims.csv", "table4.csv", "table_flip_rrstd.csv"} <= added
+    text = html.read_text(encoding="utf-8")
+    assert "configuration label: <tt" in text and "{{ snakemake" not in text
+
+
+def test_rule_benchmarks_find_the_critical_path(tiny_run, tmp_path):
+    """Every job of the run left a benchmark file; the plan Snakemake prints for a forced
+    dry run links them into a critical path (`make rule-benchmarks`)."""
+    from personalir.report import rule_benchmarks as rb
+
+    work = tiny_run["work"]
+    plan = must(run_tiny(work, "--forceall", "--dry-run")).stdout
+    jobs = rb.parse_plan(plan)
+    measured = rb.read_jobs(work / TINY_RESULTS / "logs" / "benchmarks")
+    assert len(measured) == sum(j.benchmark is not None for j in jobs) == len(jobs) - 1  # all
+    chain, summary = rb.critical_path(jobs, measured, f"{TINY_RESULTS}/logs/benchmarks")
+    assert summary["unmeasured"] == 1 and summary["measured_jobs"] == len(measured)
+    assert list(chain["rule"])[-1] == "all"
+    written = {f for j in jobs for f in j.outputs}
+    sources = {j.rule for j in jobs if not set(j.inputs) & written}  # need no other job
+    assert chain["rule"][0] in sources
+    assert 0 < summary["critical_path_s"] < summary["job_wall_s"]
+    assert rb.main([str(work / TINY_RESULTS / "logs" / "benchmarks"), "--top", "3"]) == 0

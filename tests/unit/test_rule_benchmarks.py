@@ -91,3 +91,105 @@ def test_cli_writes_tables_and_figure(tmp_path, capsys):
     assert "# Rule benchmarks" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         rb.main([str(tmp_path / "missing")])
+
+
+# A dry-run listing as Snakemake prints it: a -> {b, c} -> d, plus the output-less target.
+PLAN = """Building DAG of jobs...
+Job stats:
+job      count
+-----  -------
+all          1
+total        5
+
+[Sat Dec  5 16:53:52 2026]
+localrule a:
+    output: r/a.txt
+    log: r/logs/a.log
+    jobid: 4
+    benchmark: B/s1/a.tsv
+    reason: Missing output files: r/a.txt
+    resources: tmpdir=/tmp
+
+[Sat Dec  5 16:53:52 2026]
+rule b:
+    input: r/a.txt
+    output: r/b.txt, r/b.json (temp)
+    jobid: 3
+    benchmark: B/s1/b.X.tsv
+    wildcards: w=X
+
+rule c:
+    input: r/a.txt
+    output: r/c.txt
+    jobid: 2
+    benchmark: B/s2/c.tsv
+
+localrule d:
+    input: r/b.txt, r/c.txt, r/b.json
+    output: r/d.txt
+    jobid: 1
+    benchmark: B/s2/d.tsv
+
+localrule all:
+    input: r/d.txt
+    jobid: 0
+    reason: Input files updated by another job: r/d.txt
+This was a dry-run (flag -n). The order of jobs does not reflect the order of execution.
+"""
+
+
+def test_plan_lists_each_jobs_files_and_benchmark():
+    plan = rb.parse_plan(PLAN)
+    assert [j.rule for j in plan] == ["a", "b", "c", "d", "all"]
+    b = plan[1]
+    assert b.inputs == ("r/a.txt",) and b.outputs == ("r/b.txt", "r/b.json")
+    assert b.benchmark == "B/s1/b.X.tsv" and plan[4].benchmark is None and plan[4].outputs == ()
+    with pytest.raises(rb.PlanError, match="plan.txt: no job listed"):
+        rb.parse_plan("Building DAG of jobs...\nNothing to be done.\n", "plan.txt")
+
+
+def test_critical_path_is_the_heaviest_chain(tmp_path):
+    root = tmp_path / "B"
+    _write(root / "s1" / "a.tsv", (2.0, 10, 2.0))
+    _write(root / "s1" / "b.X.tsv", (5.0, 10, 5.0))
+    _write(root / "s2" / "c.tsv", (7.0, 10, 7.0))
+    # d never ran: it costs nothing and is counted as unmeasured
+    plan = rb.parse_plan(PLAN.replace("B/", f"{root.as_posix()}/"))
+    chain, summary = rb.critical_path(plan, rb.read_jobs(root), root)
+    assert list(chain["rule"]) == ["a", "c", "d", "all"]  # c (7 s) outweighs b (5 s)
+    assert list(chain["cumulative_s"]) == [2.0, 9.0, 9.0, 9.0]
+    assert list(chain["job"])[:2] == ["", ""]
+    assert summary == {
+        "planned_jobs": 5,
+        "measured_jobs": 3,
+        "unmeasured": 2,
+        "critical_path_s": 9.0,
+        "critical_path_jobs": 4,
+        "job_wall_s": 14.0,
+    }
+    # b made heavier: the path goes through b, and its job label is its wildcard part
+    _write(root / "s1" / "b.X.tsv", (8.0, 10, 8.0))
+    chain, summary = rb.critical_path(plan, rb.read_jobs(root), root)
+    assert list(chain["rule"])[:2] == ["a", "b"] and chain["job"][1] == "X"
+    assert summary["critical_path_s"] == 10.0
+    text = rb.markdown(*_tables(root), critical=(chain, summary))
+    assert "10.0 s over 4 dependent jobs" in text and "(2 without a benchmark file" in text
+    assert "| 2 | b | X | 8.0 | 10.0 |" in text
+
+
+def _tables(root):
+    jobs = rb.read_jobs(root)
+    rules = rb.per_rule(jobs)
+    return rules, rb.per_stage(rules), len(jobs)
+
+
+def test_cli_writes_the_critical_path(tmp_path):
+    root = tmp_path / "B"
+    _write(root / "s1" / "a.tsv", (2.0, 10, 2.0))
+    plan = tmp_path / "plan.txt"
+    plan.write_text(PLAN.replace("B/", f"{root.as_posix()}/"), encoding="utf-8")
+    out = tmp_path / "cp.csv"
+    assert rb.main([str(root), "--plan", str(plan), "--critical-csv", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").splitlines()[1] == "a,,2.000,2.000"
+    with pytest.raises(SystemExit):
+        rb.main([str(root), "--critical-csv", str(out)])  # needs --plan

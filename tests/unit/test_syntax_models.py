@@ -145,3 +145,26 @@ def test_competitor_subsets_are_seeded_and_counted():
     assert [c.tolist() for c in again.competitors] == [c.tolist() for c in plan.competitors]
     for u in range(4):
         assert u not in plan.competitors[u] and plan.balanced_pairs[u][0] in plan.competitors[u]
+
+
+def test_rows_by_label_groups_as_a_mask_does_in_the_same_order():
+    from personalir.syntax.models import rows_by_label
+
+    labels = np.array([2, 0, 2, 1, 0, 2, 4])
+    groups = rows_by_label(labels, 6)  # label 3 and 5 have no row
+    assert [g.tolist() for g in groups] == [[1, 4], [3], [0, 2, 5], [], [6], []]
+    x = np.arange(14.0).reshape(7, 2)
+    for u, rows in enumerate(groups):
+        assert np.array_equal(x[rows], x[labels == u])
+
+
+@pytest.mark.parametrize("name", sorted(PROFILE_MODELS))
+def test_scores_do_not_depend_on_the_order_rows_are_grouped(name):
+    """score() groups rows by user; shuffling the rows permutes the scores and nothing else."""
+    gen = np.random.default_rng(3)
+    x = gen.normal(size=(60, 4)) + np.repeat(np.eye(4)[:3] * 3, 20, axis=0)
+    user = np.repeat(np.arange(3), 20)
+    model = build_model(name, {}).fit(x, user)
+    perm = gen.permutation(60)
+    assert np.array_equal(model.score(x[perm], user[perm]), model.score(x, user)[perm])
+    assert np.array_equal(model.score(x[:5], user[:5]), model.score_profile(0, x[:5]))

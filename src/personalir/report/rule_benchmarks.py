@@ -8,9 +8,16 @@ last workflow run keeps the file of the run that made it; a job that never ran h
 the table describes the jobs that have run in this results tree, and says how many files it
 read. Timings are host facts: they live here and in the docs, never in a DVC-tracked output.
 
+With the job plan that ``snakemake --forceall --dry-run`` prints (each job's rule, inputs,
+outputs and benchmark file), the report adds the critical path: the chain of dependent jobs
+whose wall seconds add up to the most. No schedule on any number of cores finishes the
+workflow sooner, so it is the floor under a cold run's elapsed time.
+
+    snakemake --profile profiles/local --forceall --dry-run > results/logs/plan.txt
     python -m personalir.report.rule_benchmarks results/logs/benchmarks \\
-        --csv results/logs/rule_benchmarks.csv --md results/logs/rule_benchmarks.md \\
-        --figure results/logs/rule_benchmarks.pdf
+        --plan results/logs/plan.txt --csv results/logs/rule_benchmarks.csv \\
+        --critical-csv results/logs/critical_path.csv \\
+        --md results/logs/rule_benchmarks.md --figure results/logs/rule_benchmarks.pdf
 
 ``make rule-benchmarks`` runs it on the embedded default's results.
 """
@@ -18,7 +25,9 @@ read. Timings are host facts: they live here and in the docs, never in a DVC-tra
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -53,10 +62,143 @@ def read_jobs(root: str | Path) -> pd.DataFrame:
         # A benchmark with repeats has one row per repeat: the job's cost is their median.
         values = frame[list(COLUMNS)].median(numeric_only=True)
         rows.append(
-            {"stage": stage, "rule": rule, "job": job}
+            {"stage": stage, "rule": rule, "job": job, "file": rel.as_posix()}
             | {COLUMNS[c]: float(values[c]) for c in COLUMNS}
         )
-    return pd.DataFrame(rows, columns=["stage", "rule", "job", *COLUMNS.values()])
+    return pd.DataFrame(rows, columns=["stage", "rule", "job", "file", *COLUMNS.values()])
+
+
+class PlanError(ValueError):
+    """A job plan is not the listing Snakemake's dry run prints (the message names the file)."""
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One job of a Snakemake dry run: its rule, files and benchmark file (None: none)."""
+
+    rule: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    benchmark: str | None
+
+
+_JOB_HEAD = re.compile(r"^(?:localrule|rule|localcheckpoint|checkpoint) ([A-Za-z_][\w]*):$")
+_JOB_FIELD = re.compile(r"^\s+(input|output|benchmark): (.*)$")
+
+
+def _files(value: str) -> tuple[str, ...]:
+    # Snakemake prints a job's files joined by ", "; flags follow a file in parentheses.
+    return tuple(re.sub(r" \([^)]*\)$", "", f.strip()) for f in value.split(", ") if f.strip())
+
+
+def parse_plan(text: str, source: str = "<plan>") -> list[PlannedJob]:
+    """The jobs of a ``snakemake --dry-run`` listing. A listing without a job stops with
+    ``source``; a job without outputs is kept (the ``all`` target)."""
+    jobs: list[PlannedJob] = []
+    current: dict | None = None
+
+    def close() -> None:
+        if current is not None:
+            jobs.append(
+                PlannedJob(
+                    current["rule"],
+                    current.get("input", ()),
+                    current.get("output", ()),
+                    (current.get("benchmark") or (None,))[0],
+                )
+            )
+
+    for line in text.splitlines():
+        head = _JOB_HEAD.match(line)
+        if head:
+            close()
+            current = {"rule": head.group(1)}
+            continue
+        field = _JOB_FIELD.match(line) if current is not None else None
+        if field:
+            current[field.group(1)] = _files(field.group(2))
+        elif current is not None and line and not line.startswith((" ", "\t")):
+            close()
+            current = None
+    close()
+    if not jobs:
+        raise PlanError(f"{source}: no job listed (expected `snakemake --dry-run` output)")
+    return jobs
+
+
+def critical_path(
+    plan: Sequence[PlannedJob], jobs: pd.DataFrame, root: str | Path
+) -> tuple[pd.DataFrame, dict]:
+    """The chain of dependent planned jobs with the largest sum of measured wall seconds.
+
+    A job depends on the jobs that write its inputs. A job's cost is its benchmark file's wall
+    seconds (``jobs`` as :func:`read_jobs` reads ``root``); a planned job without a file there
+    costs 0 and is counted in ``unmeasured``. Returns the chain, first job first (rule, job,
+    wall_s, cumulative_s), and totals.
+    """
+    root_prefix = Path(root).as_posix().rstrip("/") + "/"
+    wall = dict(zip(jobs["file"], jobs["wall_s"], strict=True)) if len(jobs) else {}
+    writer: dict[str, int] = {}
+    for i, job in enumerate(plan):
+        for out in job.outputs:
+            writer[out] = i
+    cost, label = [], []
+    for job in plan:
+        key = job.benchmark[len(root_prefix) :] if job.benchmark else None
+        if job.benchmark and not job.benchmark.startswith(root_prefix):
+            key = None
+        cost.append(wall.get(key) if key else None)
+        name = Path(key).name[: -len(".tsv")] if key else job.rule
+        label.append(name.partition(".")[2] if "." in name else "")
+    deps = [
+        sorted({writer[f] for f in job.inputs if f in writer} - {i}) for i, job in enumerate(plan)
+    ]
+    finish: list[float | None] = [None] * len(plan)
+    via: list[int | None] = [None] * len(plan)
+    depth = [0] * len(plan)
+    for start in range(len(plan)):  # iterative depth-first: no recursion limit on long chains
+        stack = [(start, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if finish[node] is not None:
+                continue
+            if not expanded:
+                stack.append((node, True))
+                stack.extend((d, False) for d in deps[node] if finish[d] is None)
+                continue
+            # ties: the longer chain, then the first listed (deterministic)
+            best = max(deps[node], key=lambda d: (finish[d], depth[d], -d), default=None)
+            via[node] = best
+            finish[node] = (cost[node] or 0.0) + (finish[best] if best is not None else 0.0)
+            depth[node] = 1 + (depth[best] if best is not None else 0)
+    end = max(range(len(plan)), key=lambda i: (finish[i], depth[i], -i))
+    chain = []
+    node: int | None = end
+    while node is not None:
+        chain.append(node)
+        node = via[node]
+    chain.reverse()
+    rows, total = [], 0.0
+    for i in chain:
+        total += cost[i] or 0.0
+        rows.append(
+            {
+                "rule": plan[i].rule,
+                "job": label[i],
+                "wall_s": cost[i] if cost[i] is not None else float("nan"),
+                "cumulative_s": total,
+            }
+        )
+    measured = [c for c in cost if c is not None]
+    summary = {
+        "planned_jobs": len(plan),
+        "measured_jobs": len(measured),
+        "unmeasured": len(plan) - len(measured),
+        "critical_path_s": float(finish[end]),
+        "critical_path_jobs": len(chain),
+        "job_wall_s": float(sum(measured)),
+    }
+    return pd.DataFrame(rows, columns=["rule", "job", "wall_s", "cumulative_s"]), summary
 
 
 def per_rule(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -104,7 +246,13 @@ def per_stage(rules: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def markdown(rules: pd.DataFrame, stages: pd.DataFrame, files: int, top: int = 25) -> str:
+def markdown(
+    rules: pd.DataFrame,
+    stages: pd.DataFrame,
+    files: int,
+    top: int = 25,
+    critical: tuple[pd.DataFrame, dict] | None = None,
+) -> str:
     lines = [
         "# Rule benchmarks",
         "",
@@ -134,7 +282,35 @@ def markdown(rules: pd.DataFrame, stages: pd.DataFrame, files: int, top: int = 2
             f"| {r.stage} | {r.rule} | {r.jobs} | {r.wall_s:.1f} | {r.median_wall_s:.1f} | "
             f"{r.max_wall_s:.1f} | {r.cpu_s:.1f} | {r.max_rss_mb:.0f} | {r.share_of_wall:.1%} |"
         )
+    if critical is not None:
+        lines += critical_markdown(*critical)
     return "\n".join(lines) + "\n"
+
+
+def critical_markdown(chain: pd.DataFrame, summary: dict) -> list[str]:
+    s = summary
+    lines = [
+        "",
+        "## Critical path",
+        "",
+        f"{s['critical_path_s']:.1f} s over {s['critical_path_jobs']} dependent jobs, of "
+        f"{s['job_wall_s']:.1f} job wall seconds in all; {s['measured_jobs']} of "
+        f"{s['planned_jobs']} planned jobs measured"
+        + (
+            f" ({s['unmeasured']} without a benchmark file, counted as 0 s)"
+            if s["unmeasured"]
+            else ""
+        )
+        + ". No schedule finishes the workflow sooner than its critical path, on any number "
+        "of cores.",
+        "",
+        "| # | Rule | Job | Wall s | Cumulative s |",
+        "|---:|---|---|---:|---:|",
+    ]
+    for i, r in enumerate(chain.itertuples(index=False), start=1):
+        wall = "-" if pd.isna(r.wall_s) else f"{r.wall_s:.1f}"
+        lines.append(f"| {i} | {r.rule} | {r.job} | {wall} | {r.cumulative_s:.1f} |")
+    return lines
 
 
 def figure(rules: pd.DataFrame, out: str | Path, top: int = 25) -> None:
@@ -171,15 +347,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--md", help="per-stage and per-rule tables (Markdown)")
     ap.add_argument("--figure", help="wall time and peak memory per rule (PDF or PNG)")
     ap.add_argument("--top", type=int, default=25, help="rules in the Markdown and the figure")
+    ap.add_argument(
+        "--plan", help="`snakemake --forceall --dry-run` output: adds the critical path"
+    )
+    ap.add_argument("--critical-csv", help="the critical path's jobs (CSV; needs --plan)")
     args = ap.parse_args(argv)
     if not Path(args.root).is_dir():
         ap.error(f"{args.root}: no such folder (run the workflow first)")
+    if args.critical_csv and not args.plan:
+        ap.error("--critical-csv needs --plan")
     jobs = read_jobs(args.root)
     rules = per_rule(jobs)
     stages = per_stage(rules)
-    text = markdown(rules, stages, len(jobs), args.top)
+    critical = None
+    if args.plan:
+        plan = parse_plan(Path(args.plan).read_text(encoding="utf-8"), args.plan)
+        critical = critical_path(plan, jobs, args.root)
+    text = markdown(rules, stages, len(jobs), args.top, critical)
     if args.csv:
         write_text(args.csv, rules.to_csv(index=False, float_format="%.3f", lineterminator="\n"))
+    if args.critical_csv:
+        write_text(
+            args.critical_csv,
+            critical[0].to_csv(index=False, float_format="%.3f", lineterminator="\n"),
+        )
     if args.md:
         write_text(args.md, text)
     if args.figure:

@@ -30,6 +30,16 @@ PROFILE_MODELS: Registry[type[ProfileModel]] = Registry(
 )
 
 
+def rows_by_label(labels: np.ndarray, n: int) -> list[np.ndarray]:
+    """The row indices of each label ``0..n-1``, ascending within a label: ``x[result[u]]``
+    equals ``x[labels == u]``, found by one stable sort instead of a scan of every row per
+    label (that scan made fitting quadratic in users)."""
+    labels = np.asarray(labels, dtype=np.int64)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(n + 1))
+    return [order[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
 class ProfileModel(ABC):
     """Interface: ``fit(x, user)`` on train embeddings (``user``: int labels 0..U-1), then
     ``score(x, user)`` per row or ``score_profile(u, x)`` for many rows under one profile."""
@@ -47,7 +57,7 @@ class ProfileModel(ABC):
         x = np.asarray(x, dtype=np.float64)
         user = np.asarray(user, dtype=np.int64)
         self.n_users = int(user.max()) + 1 if user.size else 0
-        self._fit([x[user == u] for u in range(self.n_users)], x)
+        self._fit([x[rows] for rows in rows_by_label(user, self.n_users)], x)
         return self
 
     def score_profile(self, u: int, x: np.ndarray) -> np.ndarray:
@@ -61,9 +71,10 @@ class ProfileModel(ABC):
         x = np.atleast_2d(np.asarray(x, dtype=np.float64))
         user = np.asarray(user, dtype=np.int64)
         out = np.empty(len(user), dtype=np.float64)
-        for u in np.unique(user):
-            rows = np.flatnonzero(user == u)
-            out[rows] = self._score_user(int(u), x[rows])
+        n = int(user.max()) + 1 if user.size else 0
+        for u, rows in enumerate(rows_by_label(user, n)):
+            if rows.size:
+                out[rows] = self._score_user(u, x[rows])
         return out
 
     @abstractmethod
