@@ -189,7 +189,12 @@ def test_cli_writes_the_critical_path(tmp_path):
     plan = tmp_path / "plan.txt"
     plan.write_text(PLAN.replace("B/", f"{root.as_posix()}/"), encoding="utf-8")
     out = tmp_path / "cp.csv"
-    assert rb.main([str(root), "--plan", str(plan), "--critical-csv", str(out)]) == 0
+    fig = tmp_path / "rules.pdf"
+    assert (
+        rb.main([str(root), "--plan", str(plan), "--critical-csv", str(out), "--figure", str(fig)])
+        == 0
+    )
     assert out.read_text(encoding="utf-8").splitlines()[1] == "a,,2.000,2.000"
+    assert fig.read_bytes().startswith(b"%PDF")
     with pytest.raises(SystemExit):
         rb.main([str(root), "--critical-csv", str(out)])  # needs --plan

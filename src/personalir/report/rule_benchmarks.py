@@ -313,8 +313,11 @@ def critical_markdown(chain: pd.DataFrame, summary: dict) -> list[str]:
     return lines
 
 
-def figure(rules: pd.DataFrame, out: str | Path, top: int = 25) -> None:
-    """Wall seconds and peak RSS of the most expensive rules, coloured by stage."""
+def figure(
+    rules: pd.DataFrame, out: str | Path, top: int = 25, critical: set[str] | None = None
+) -> None:
+    """Wall seconds and peak RSS of the most expensive rules, coloured by stage; a rule with a
+    job on the critical path is marked ``*``."""
     from personalir.common.plotting import palette, pyplot, save
 
     plt = pyplot()
@@ -326,8 +329,11 @@ def figure(rules: pd.DataFrame, out: str | Path, top: int = 25) -> None:
     y = range(len(shown))
     c = [colours[s] for s in shown["stage"]]
     ax_t.barh(y, shown["wall_s"], color=c)
-    ax_t.set_yticks(list(y), shown["rule"])
+    critical = critical or set()
+    ax_t.set_yticks(list(y), [f"{r} *" if r in critical else r for r in shown["rule"]])
     ax_t.set_xlabel("job wall seconds (sum over the rule's jobs)")
+    if critical:
+        ax_t.set_title("* on the critical path", fontsize="small", loc="left")
     ax_m.barh(y, shown["max_rss_mb"], color=c)
     ax_m.set_xlabel("peak RSS (MB, largest job)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[s]) for s in stages]
@@ -374,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.md:
         write_text(args.md, text)
     if args.figure:
-        figure(rules, args.figure, args.top)
+        figure(rules, args.figure, args.top, set(critical[0]["rule"]) if critical else None)
     print(text)
     return 0
 
