@@ -249,8 +249,18 @@ rule retrieval_figures:
     input:
         summary=results("retrieval", "summary.csv"),
     output:
-        flip=generated(f"retrieval_flip_by_depth.{RETRIEVAL_FIG}"),
-        deg=generated(f"retrieval_deg_ci.{RETRIEVAL_FIG}"),
+        flip=shown(
+            generated(f"retrieval_flip_by_depth.{RETRIEVAL_FIG}"),
+            "retrieval_flip_figure",
+            "PQB",
+            "Figures",
+        ),
+        deg=shown(
+            generated(f"retrieval_deg_ci.{RETRIEVAL_FIG}"),
+            "retrieval_degradation_figure",
+            "PQB",
+            "Figures",
+        ),
     params:
         metrics=lambda w: params_json("retrieval", "metrics"),
         names=" ".join(RETRIEVAL_USE),
