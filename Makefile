@@ -64,12 +64,13 @@ lint: setup
 lock:
 	$(BIN)/python -m pip list --format=freeze --exclude-editable > requirements.lock
 
-# Every rule's wall time, CPU time and peak memory from Snakemake's benchmark files of the
-# jobs that have run in results/ (after `make run`): tables and a figure in results/report/.
 # One self-contained HTML page of every figure and main table with its caption (after a run).
 report: setup
 	$(BIN)/snakemake --profile profiles/local --report results/logs/report.html
 
+# Every rule's wall time, CPU time and peak memory from Snakemake's benchmark files of the
+# jobs that have run in results/ (after `make run`), and the critical path through the plan of
+# a forced dry run: tables and a figure in results/logs/.
 rule-benchmarks: setup
 	mkdir -p results/logs
 	$(BIN)/snakemake --profile profiles/local --forceall --dry-run > results/logs/plan.txt
