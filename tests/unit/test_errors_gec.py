@@ -234,3 +234,13 @@ def test_an_old_segment_without_checks_is_verified_by_its_name(tmp_path):
     pq.write_table(pa.table({"key": keys, "output": [bad[k] for k in keys]}), good)
     cache = CorrectionCache(tmp_path, "b", "f" * 64)
     assert cache.get("a") is None and cache.describe()["dropped_rows"] == 2
+
+
+def test_quire_session_asks_for_exact_int8_products():
+    """Without VNNI, onnxruntime's default int8 kernels saturate and the corrections would
+    depend on the CPU; the session asks for exact products."""
+    from personalir.errors.gec.quire import QUANT_PRECISION
+
+    b = QuireBackend({"batch_size": 8, "prefilter": "none", "gates": "package"})
+    opts = b.model.session.get_session_options()
+    assert opts.get_session_config_entry(QUANT_PRECISION) == "1"

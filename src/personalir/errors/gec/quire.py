@@ -31,6 +31,8 @@ _QUIRE_FILES = ("tagger.onnx", "tokenizer.json", "tag_vocab.json")
 _QUIRE_MAX_TOKENS = 128
 _QUIRE_WINDOW_WORDS = 60
 _QUIRE_WINDOW_LOOKBACK = 25
+# onnxruntime session entry: exact int8 matrix products on CPUs without VNNI.
+QUANT_PRECISION = "session.x64quantprecision"
 
 
 @dataclass
@@ -58,6 +60,11 @@ def _quire_model(threads: int) -> _QuireModel:
     opts = onnxruntime.SessionOptions()
     opts.intra_op_num_threads = max(1, threads)
     opts.inter_op_num_threads = 1
+    # Exact integer products on every x86 CPU: without VNNI the default U8S8 kernels
+    # saturate 16-bit partial sums, so corrections differed between CPUs; with this entry
+    # an AVX2 machine widens them, and on a VNNI machine the logits are bit-identical to
+    # the default (measured, docs/errors.md).
+    opts.add_session_config_entry(QUANT_PRECISION, "1")
     session = onnxruntime.InferenceSession(
         str(root / "tagger.onnx"), sess_options=opts, providers=["CPUExecutionProvider"]
     )
@@ -166,6 +173,7 @@ class QuireBackend(GECBackend):
                 "onnxruntime": _version("onnxruntime"),
                 "machine": platform.machine(),
                 "gates": self.params["gates"],
+                QUANT_PRECISION: "1",
             }
         )
 
