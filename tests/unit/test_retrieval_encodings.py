@@ -164,6 +164,9 @@ def test_the_fused_run_reads_its_members_encodings_and_ranks_the_same(tiny, tmp_
         "misses_this_run": 0,
         "recomputed": 0,
     }
+    # Every encoding came from the cache, so neither model was loaded.
+    assert "model" not in vars(fused.dense.encoder)
+    assert "_loaded" not in vars(fused.sparse.encoder)
     _, alone = _fused(tiny, dataclasses.replace(settings, encoding_cache=None))
     assert shared == alone
 

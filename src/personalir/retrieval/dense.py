@@ -10,6 +10,7 @@ override them (e.g. ``"query: "`` for E5).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,12 +37,8 @@ from personalir.retrieval.torchutil import setup_torch
 class DenseEncoder:
     def __init__(self, model: str, settings, params: dict):
         setup_torch(settings)
-        from sentence_transformers import SentenceTransformer
-
         ref = resolve_model(model, allow_download=settings.allow_download)
-        self.model = SentenceTransformer(ref.path, device=settings.torch_device())
-        if params.get("max_length"):
-            self.model.max_seq_length = int(params["max_length"])
+        self._path, self._device = ref.path, settings.torch_device()
         self.params = params
         self.batch_size = settings.batch_size
         self.cache = EncodingCache(settings.encoding_cache) if settings.encoding_cache else None
@@ -55,6 +52,17 @@ class DenseEncoder:
             "code": source_hash(DenseEncoder),
             "versions": library_versions("sentence-transformers", "transformers", "torch"),
         }
+
+    @functools.cached_property
+    def model(self):
+        """The sentence-transformers model, loaded on the first cache miss: a job whose every
+        encoding is cached never loads it."""
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(self._path, device=self._device)
+        if self.params.get("max_length"):
+            st.max_seq_length = int(self.params["max_length"])
+        return st
 
     def _encode(self, texts: Sequence[str], role: str) -> np.ndarray:
         if self.cache is None:

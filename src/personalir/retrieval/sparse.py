@@ -10,6 +10,7 @@ exactly over the whole corpus with scipy sparse matrices. Packaged default: SPLA
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,17 +37,11 @@ from personalir.retrieval.torchutil import setup_torch
 class SpladeEncoder:
     def __init__(self, model: str, settings, *, batch_size: int):
         torch = setup_torch(settings)
-        from transformers import AutoModelForMaskedLM, AutoTokenizer
-
         ref = resolve_model(model, allow_download=settings.allow_download)
+        self._path = ref.path
         self.device = settings.torch_device()
-        # ref.path is a local folder (resolve_model), not a hub id.
-        self.tokenizer = AutoTokenizer.from_pretrained(ref.path)  # nosec B615
-        mlm = AutoModelForMaskedLM.from_pretrained(ref.path)  # nosec B615
-        self.model = mlm.eval().to(self.device)
         self.batch_size = batch_size
         self.torch = torch
-        self.vocab_size = self.model.config.vocab_size
         self.cache = EncodingCache(settings.encoding_cache) if settings.encoding_cache else None
         self._key = {
             "encoder": "splade",
@@ -58,6 +53,25 @@ class SpladeEncoder:
             "code": source_hash(SpladeEncoder),
             "versions": library_versions("transformers", "torch"),
         }
+
+    @functools.cached_property
+    def _loaded(self):
+        """(tokenizer, model), loaded on the first cache miss: a job whose every encoding is
+        cached never loads them."""
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+        # self._path is a local folder (resolve_model), not a hub id.
+        tokenizer = AutoTokenizer.from_pretrained(self._path)  # nosec B615
+        mlm = AutoModelForMaskedLM.from_pretrained(self._path)  # nosec B615
+        return tokenizer, mlm.eval().to(self.device)
+
+    @property
+    def tokenizer(self):
+        return self._loaded[0]
+
+    @property
+    def model(self):
+        return self._loaded[1]
 
     def encode(self, texts: Sequence[str], max_length: int):
         """CSR matrix (texts x vocabulary) of SPLADE weights."""
@@ -92,7 +106,7 @@ class SpladeEncoder:
                 rows.append(idx[r])
                 cols.append(c)
                 vals.append(rep[r, c])
-        shape = (len(texts), self.vocab_size)
+        shape = (len(texts), self.model.config.vocab_size)
         if not rows:
             return sp.csr_matrix(shape, dtype=np.float32)
         return sp.csr_matrix(
