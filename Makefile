@@ -18,7 +18,7 @@ export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: run test setup system-deps lint lock clean-results rule-benchmarks report
+.PHONY: run test setup system-deps lint lock clean-results rule-benchmarks benchmarks report
 
 run: setup
 	$(BIN)/snakemake --profile profiles/local
@@ -78,6 +78,10 @@ rule-benchmarks: setup
 		--plan results/logs/plan.txt --critical-csv results/logs/critical_path.csv \
 		--csv results/logs/rule_benchmarks.csv --md results/logs/rule_benchmarks.md \
 		--figure results/logs/rule_benchmarks.pdf
+
+# Every stage's cost per unit of work at x1 and x10 and the reference ratios (docs/speed.md).
+benchmarks: setup
+	$(BIN)/python benchmarks/all_stages.py
 
 clean-results:
 	rm -rf results/sample_world results/data results/report results/logs results/paper

@@ -174,9 +174,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['sentences_per_cpu_second']} per CPU s (load {r['load_seconds']:.1f} s)"
         )
         for b in r["backends"]:
+            # BackendRun.as_dict names the cache-use counts *_this_run (they are volatile).
             print(
-                f"   {b['name']:9s} computed {b['computed']:5d}  cache hits "
-                f"{b['cache_hits']:5d}  skipped {b['skipped']:5d}  {b['seconds']:7.2f} s"
+                f"   {b['name']:9s} computed {b['computed_this_run']:5d}  cache hits "
+                f"{b['cache_hits_this_run']:5d}  skipped {b['skipped']:5d}  {b['seconds']:7.2f} s"
                 f"  {b['cpu_seconds']:6.2f} CPU s  ({b['computed_per_second']} computed/s)"
             )
     if "detection" in result:

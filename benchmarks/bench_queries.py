@@ -1,7 +1,7 @@
 """Query stage cost: candidate-generation throughput at the default settings, and the stage's
 share of an end-to-end sample run.
 
-1. ``throughput`` (default): on one domain's products (``results/data/<Domain>``), with the
+1. ``throughput`` (default): on one domain's products (``<--results>/data/<Domain>``), with the
    default configuration: the language-model backend (SmolLM2 + the LoRA adapter, trained
    here with the default settings unless ``--adapter`` names one), the grammar backend and
    the fluency scorer; prints candidates/s, generated tokens/s, texts scored/s and load times.
@@ -40,7 +40,12 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 
 def throughput(
-    domain: str, n_products: int, adapter: Path | None, threads: int, model_cache: Path | None
+    domain: str,
+    n_products: int,
+    adapter: Path | None,
+    threads: int,
+    model_cache: Path | None,
+    results: Path = ROOT / "results",
 ) -> dict:
     import pyarrow.parquet as pq
     import torch
@@ -56,7 +61,7 @@ def throughput(
     torch.set_num_threads(threads)
     cfg = validate_config(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
     q = cfg["queries"]
-    data = ROOT / "results" / "data" / domain
+    data = results / "data" / domain
     products = read_products(data / "products.parquet")
     reviewers = pq.read_table(data / "product_reviewers.parquet").to_pandas()
     chosen, _ = sample_products(products, reviewers, q, cfg["seed"], domain, 5)
@@ -235,10 +240,17 @@ def main() -> int:
     ap.add_argument("--adapter", type=Path, help="folder with a trained adapter (else train)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument(
+        "--results",
+        type=Path,
+        default=ROOT / "results",
+        help="a run's results folder: the throughput mode reads <results>/data/<domain>",
+    )
+    ap.add_argument(
         "--model-cache",
         type=Path,
-        default=ROOT / "results" / "model_cache",
-        help="dequantised-model cache (the workflow's); 'none' to dequantise the GGUF each load",
+        default=None,
+        help="dequantised-model cache (default: the workflow's, <results>/model_cache); 'none' "
+        "to dequantise the GGUF each load",
     )
     ap.add_argument("--log", type=Path, help="analyse a finished Snakemake log")
     ap.add_argument(
@@ -269,8 +281,9 @@ def main() -> int:
         print(f"{'wall':>10}: {out['wall_s']:7.1f} s; query stage share {share}")
     else:
         n = args.products  # None: every sampled product, as the default config
-        cache = None if str(args.model_cache) == "none" else args.model_cache
-        out = throughput(args.domain, n, args.adapter, args.threads, cache)
+        cache = args.model_cache or args.results / "model_cache"
+        cache = None if str(cache) == "none" else cache
+        out = throughput(args.domain, n, args.adapter, args.threads, cache, args.results)
         lm = out["lm"]
         print(
             f"LM backend: {lm['candidates']} candidates for {lm['products']} products in "
