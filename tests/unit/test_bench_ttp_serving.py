@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures import models as tm
+from tests.fixtures.scripts import script_module
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_ttp_serving.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_ttp_serving", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
+    with script_module(SCRIPT, "bench_ttp_serving") as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 def test_synthetic_requests_are_deterministic_and_sized(bench):

@@ -3,25 +3,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.scripts import script_module
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "all_stages.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_all_stages", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with script_module(SCRIPT, "bench_all_stages") as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 def test_verdict_thresholds(bench):
