@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from personalir.common.provenance import build_manifest, default_artifacts
@@ -84,12 +85,34 @@ def manifest(work: Path) -> dict[str, str]:
     return build_manifest(work, default_artifacts(work))
 
 
+@dataclass(frozen=True)
+class KillAttempt:
+    """One start of the workflow that was meant to be killed at `pattern`."""
+
+    pattern: str
+    killed: bool  # SIGKILLed while Snakemake was still running
+    seen: bool  # the pattern appeared in the log
+    returncode: int | None  # the exit status when it ended by itself (None: killed)
+    log_tail: str
+
+    def describe(self) -> str:
+        if self.killed:
+            return f"{self.pattern!r}: killed"
+        how = "after" if self.seen else "before the pattern appeared, "
+        return (
+            f"{self.pattern!r}: not killed, Snakemake ended by itself {how}"
+            f"(exit {self.returncode}); its log ended:\n{self.log_tail}"
+        )
+
+
 def run_and_kill(
     work: Path, targets: list[str], pattern: str, delay: float, timeout: float = 600
-) -> bool:
+) -> KillAttempt:
     """Start the workflow and SIGKILL its whole process group `delay` s after `pattern` first
-    appears in its log (a crash: no cleanup handlers run). True if it was killed."""
-    log_path = work / "kill.log"
+    appears in its log (a crash: no cleanup handlers run). Each attempt keeps its own log
+    (`kill-<n>.log`), and the record says why a kill did not land."""
+    n = len(list(work.glob("kill-*.log")))
+    log_path = work / f"kill-{n}.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             snakemake_cmd("--profile", "profiles/local", *targets, *CONFIG_ARGS),
@@ -100,9 +123,10 @@ def run_and_kill(
             start_new_session=True,
         )
     deadline = time.monotonic() + timeout
-    killed = False
+    killed = seen = False
     while proc.poll() is None and time.monotonic() < deadline:
         if pattern in log_path.read_text(errors="replace"):
+            seen = True
             time.sleep(delay)
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -110,4 +134,7 @@ def run_and_kill(
             break
         time.sleep(0.05)
     proc.wait(timeout=60)
-    return killed
+    text = log_path.read_text(errors="replace")
+    seen = seen or pattern in text
+    tail = "\n".join(text.splitlines()[-25:])
+    return KillAttempt(pattern, killed, seen, None if killed else proc.returncode, tail)
