@@ -3,8 +3,10 @@
 # Include this module LAST: it follows the targets the other modules added back through the
 # rules, so each folder's `provenance` job depends on exactly that folder's artifacts.
 # Before a run starts jobs, the artifacts it will read are checked (see `onstart` below).
+import os
+
 from personalir.common import provenance as prov
-from personalir.common.codedeps import rules_code
+from personalir.common.codedeps import rules_code_by_rule
 from personalir.common.config import config_hash
 
 PRODUCED = prov.static_dag(FINAL_TARGETS, workflow.rules)
@@ -12,9 +14,15 @@ PROVENANCE_FOLDERS = prov.artifacts_by_folder(PRODUCED, RESULTS)
 # The code behind each folder: the scripts of the rules that wrote its artifacts and every
 # module they import. The record hashes exactly these files, and they are the job's inputs,
 # so the record changes (and DVC reruns it) when, and only when, that code changes.
+# The walks are kept in .snakemake/ while no module changes, so a no-op run parses none.
+_CODE_RULES = sorted({r for rules_of in PROVENANCE_FOLDERS.values() for r in rules_of.values()})
 _RULE_CODE = {
-    r: set(rules_code([workflow.get_rule(r).shellcmd], workflow.basedir))
-    for r in sorted({r for rules_of in PROVENANCE_FOLDERS.values() for r in rules_of.values()})
+    r: set(files)
+    for r, files in rules_code_by_rule(
+        {r: workflow.get_rule(r).shellcmd for r in _CODE_RULES},
+        workflow.basedir,
+        cache=os.path.join(workflow.basedir, ".snakemake", "personalir", "codedeps.json"),
+    ).items()
 }
 PROVENANCE_CODE = {
     folder: sorted(set().union(*(_RULE_CODE[r] for r in rules_of.values())))

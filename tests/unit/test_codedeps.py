@@ -53,3 +53,66 @@ def test_rules_code_unions_the_scripts_named_by_shell_commands(tmp_path):
         ["python workflow_scripts/job.py", "python workflow_scripts/other.py"], tmp_path
     )
     assert set(both) == set(files) | {"workflow_scripts/other.py", "src/personalir/unrelated.py"}
+
+
+def _no_walk(*_args, **_kwargs):
+    raise AssertionError("walked although the cache holds the answer")
+
+
+def test_rules_code_by_rule_caches_walks_until_a_module_changes(tmp_path, monkeypatch):
+    from personalir.common import codedeps
+
+    _tree(tmp_path)
+    cmds = {"job": "python workflow_scripts/job.py", "copy": "cp a b", "other": None}
+    cache = tmp_path / ".snakemake" / "codedeps.json"
+    plain = codedeps.rules_code_by_rule(cmds, tmp_path)
+    assert plain == {
+        "job": rules_code([cmds["job"]], tmp_path),
+        "copy": [],
+        "other": [],
+    }
+    assert codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache) == plain
+    assert cache.is_file()
+    # Unchanged tree: served from the file without walking.
+    with monkeypatch.context() as m:
+        m.setattr(codedeps, "code_deps", _no_walk)
+        assert codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache) == plain
+    # An edited module (a new import) and a new registry plug-in are both seen.
+    (tmp_path / "src/personalir/stage/run.py").write_text(
+        "from . import helper\nimport personalir.unrelated\n"
+    )
+    (tmp_path / "src/personalir/plugins/b.py").write_text("@THINGS.register('b')\ndef b(): ...\n")
+    edited = codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache)["job"]
+    assert set(edited) == set(plain["job"]) | {
+        "src/personalir/unrelated.py",
+        "src/personalir/plugins/b.py",
+    }
+    assert edited == rules_code([cmds["job"]], tmp_path)
+    # A removed module is seen too.
+    (tmp_path / "src/personalir/plugins/b.py").unlink()
+    assert (
+        "src/personalir/plugins/b.py"
+        not in codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache)["job"]
+    )
+
+
+def test_a_damaged_or_foreign_cache_is_recomputed(tmp_path, monkeypatch):
+    from personalir.common import codedeps
+
+    _tree(tmp_path)
+    cmds = {"job": "python workflow_scripts/job.py"}
+    cache = tmp_path / "codedeps.json"
+    expected = codedeps.rules_code_by_rule(cmds, tmp_path)
+    stamp = codedeps.code_tree_stamp(tmp_path, ["workflow_scripts"])
+    for text in (
+        "{not json",
+        '{"version": 1, "stamp": "' + stamp + '", "deps": {"workflow_scripts/job.py": "x"}}',
+        '{"version": 0, "stamp": "' + stamp + '", "deps": {"workflow_scripts/job.py": []}}',
+        '{"version": 1, "stamp": "other", "deps": {"workflow_scripts/job.py": []}}',
+        "[]",
+    ):
+        cache.write_text(text)
+        assert codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache) == expected, text
+    # The rewritten file now serves the answer.
+    monkeypatch.setattr(codedeps, "code_deps", _no_walk)
+    assert codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache) == expected

@@ -11,14 +11,23 @@ Standard library only. Two consumers need the same answer:
 The walk is static (``ast``): ``import a.b`` and ``from a import b`` inside the ``personalir``
 package (under ``src/``) or beside the script (helpers such as ``_bootstrap``), package
 ``__init__`` files included, plus the plug-in modules a ``Registry`` discovers at run time.
+
+The workflow asks for the walk of every rule's script each time Snakemake reads the
+Snakefile, a no-op run included. :func:`rules_code_by_rule` keeps the answers in a small JSON
+file, valid while no Python file under ``src/`` or the scripts' folder has changed (path,
+modification time and size of each; a new or removed module changes them too).
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import hashlib
+import json
+import os
 import re
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 # A rule's shell command names the workflow script it runs.
@@ -148,3 +157,82 @@ def rules_code(shellcmds: Iterable[str | None], workdir: str | Path) -> list[str
         if script is not None:
             files.update(code_deps(script, workdir))
     return sorted(files)
+
+
+# Bump when the walk's rules change, so answers a previous version cached are not served.
+CACHE_VERSION = 1
+
+
+def code_tree_stamp(workdir: str | Path, script_dirs: Iterable[str | Path]) -> str:
+    """A digest of every Python file the walk can read: each ``.py`` under ``src/`` and the
+    scripts' folders, with its modification time and size. Any edit, new or removed module
+    changes it."""
+    workdir = Path(workdir)
+    entries = []
+    for top in sorted({workdir / "src", *(workdir / d for d in script_dirs)}):
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    path = os.path.join(dirpath, name)
+                    st = os.stat(path)
+                    entries.append(
+                        f"{os.path.relpath(path, workdir)}\t{st.st_mtime_ns}\t{st.st_size}"
+                    )
+    return hashlib.sha256("\n".join(entries).encode()).hexdigest()
+
+
+def _read_cache(cache: Path, stamp: str) -> dict[str, list[str]]:
+    """The cached walks if ``cache`` holds this version's answers for this code tree, else {}."""
+    try:
+        saved = json.loads(cache.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not (
+        isinstance(saved, dict)
+        and saved.get("version") == CACHE_VERSION
+        and saved.get("stamp") == stamp
+        and isinstance(saved.get("deps"), dict)
+    ):
+        return {}
+    deps = saved["deps"]
+    ok = all(
+        isinstance(files, list) and all(isinstance(f, str) for f in files)
+        for files in deps.values()
+    )
+    return deps if ok else {}
+
+
+def _write_cache(cache: Path, stamp: str, deps: Mapping[str, list[str]]) -> None:
+    """Write the answers atomically; a folder that cannot be written only costs the walk."""
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=f".{cache.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump({"version": CACHE_VERSION, "stamp": stamp, "deps": dict(deps)}, out)
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+
+
+def rules_code_by_rule(
+    shellcmds: Mapping[str, str | None], workdir: str | Path, cache: str | Path | None = None
+) -> dict[str, list[str]]:
+    """For each rule, the code its shell command runs (as :func:`rules_code`).
+
+    With ``cache`` (a JSON file), the walks are read from it when the code tree is unchanged
+    (:func:`code_tree_stamp`) and written to it otherwise; the answers are the same either
+    way."""
+    scripts = {rule: script_of(cmd) for rule, cmd in shellcmds.items()}
+    wanted = sorted({s for s in scripts.values() if s is not None})
+    if cache is None:
+        known = {s: code_deps(s, workdir) for s in wanted}
+    else:
+        cache = Path(cache)
+        stamp = code_tree_stamp(workdir, sorted({Path(s).parent for s in wanted}))
+        known = _read_cache(cache, stamp)
+        missing = [s for s in wanted if s not in known]
+        if missing:
+            known = {**known, **{s: code_deps(s, workdir) for s in missing}}
+            _write_cache(cache, stamp, known)
+    return {rule: list(known[s]) if s is not None else [] for rule, s in scripts.items()}
