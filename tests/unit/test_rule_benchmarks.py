@@ -198,3 +198,34 @@ def test_cli_writes_the_critical_path(tmp_path):
     assert fig.read_bytes().startswith(b"%PDF")
     with pytest.raises(SystemExit):
         rb.main([str(root), "--critical-csv", str(out)])  # needs --plan
+
+
+def test_schedule_bounds_count_the_cores_each_job_holds(tmp_path):
+    root = tmp_path / "B"
+    _write(root / "s1" / "a.tsv", (2.0, 10, 2.0))
+    _write(root / "s1" / "b.X.tsv", (5.0, 10, 9.0))
+    _write(root / "s2" / "c.tsv", (7.0, 10, 7.0))
+    text = PLAN.replace("B/", f"{root.as_posix()}/").replace(
+        "    wildcards: w=X\n", "    wildcards: w=X\n    threads: 2\n"
+    )
+    plan = rb.parse_plan(text)
+    assert [j.threads for j in plan] == [1, 2, 1, 1, 1]
+    jobs = rb.read_jobs(root)
+    two = rb.schedule(plan, jobs, root, cores=2)
+    # a (2 s), b (5 s on 2 cores), c (7 s); d never ran (0 s)
+    assert two == {
+        "cores": 2,
+        "core_seconds": 19.0,
+        "core_floor_s": 9.5,
+        "critical_path_s": 9.0,
+        "floor_s": 9.5,
+        # a; then c (the longer chain) takes one core and b waits for both: 2 + 7 + 5
+        "list_schedule_s": 14.0,
+    }
+    one = rb.schedule(plan, jobs, root, cores=1)  # b scaled down to the one core
+    assert one["core_seconds"] == 14.0 and one["list_schedule_s"] == 14.0
+    assert rb.schedule(plan, jobs, root, cores=8)["list_schedule_s"] == 9.0
+    with pytest.raises(ValueError, match="at least 1"):
+        rb.schedule(plan, jobs, root, cores=0)
+    md = rb.markdown(*_tables(root), cores=two)
+    assert "## On 2 cores" in md and "19.0 core-seconds" in md and "takes 14.0 s, 47.4%" in md

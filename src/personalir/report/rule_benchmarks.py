@@ -11,7 +11,10 @@ read. Timings are host facts: they live here and in the docs, never in a DVC-tra
 With the job plan that ``snakemake --forceall --dry-run`` prints (each job's rule, inputs,
 outputs and benchmark file), the report adds the critical path: the chain of dependent jobs
 whose wall seconds add up to the most. No schedule on any number of cores finishes the
-workflow sooner, so it is the floor under a cold run's elapsed time.
+workflow sooner, so it is the floor under a cold run's elapsed time. It also adds the floor the
+cores set (every job's wall seconds times the cores it holds, over the cores a run has) and the
+length of a list schedule of the measured jobs on those cores (``--cores``): when the elapsed
+time of a run is close to both, no job order would finish it sooner, only less work would.
 
     snakemake --profile profiles/local --forceall --dry-run > results/logs/plan.txt
     python -m personalir.report.rule_benchmarks results/logs/benchmarks \\
@@ -25,6 +28,7 @@ workflow sooner, so it is the floor under a cold run's elapsed time.
 from __future__ import annotations
 
 import argparse
+import heapq
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -80,10 +84,12 @@ class PlannedJob:
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
     benchmark: str | None
+    threads: int = 1
 
 
 _JOB_HEAD = re.compile(r"^(?:localrule|rule|localcheckpoint|checkpoint) ([A-Za-z_][\w]*):$")
 _JOB_FIELD = re.compile(r"^\s+(input|output|benchmark): (.*)$")
+_JOB_THREADS = re.compile(r"^\s+threads: (\d+)$")
 
 
 def _files(value: str) -> tuple[str, ...]:
@@ -105,6 +111,7 @@ def parse_plan(text: str, source: str = "<plan>") -> list[PlannedJob]:
                     current.get("input", ()),
                     current.get("output", ()),
                     (current.get("benchmark") or (None,))[0],
+                    current.get("threads", 1),
                 )
             )
 
@@ -115,8 +122,11 @@ def parse_plan(text: str, source: str = "<plan>") -> list[PlannedJob]:
             current = {"rule": head.group(1)}
             continue
         field = _JOB_FIELD.match(line) if current is not None else None
+        threads = _JOB_THREADS.match(line) if current is not None else None
         if field:
             current[field.group(1)] = _files(field.group(2))
+        elif threads:
+            current["threads"] = int(threads.group(1))
         elif current is not None and line and not line.startswith((" ", "\t")):
             close()
             current = None
@@ -126,16 +136,11 @@ def parse_plan(text: str, source: str = "<plan>") -> list[PlannedJob]:
     return jobs
 
 
-def critical_path(
+def _job_costs(
     plan: Sequence[PlannedJob], jobs: pd.DataFrame, root: str | Path
-) -> tuple[pd.DataFrame, dict]:
-    """The chain of dependent planned jobs with the largest sum of measured wall seconds.
-
-    A job depends on the jobs that write its inputs. A job's cost is its benchmark file's wall
-    seconds (``jobs`` as :func:`read_jobs` reads ``root``); a planned job without a file there
-    costs 0 and is counted in ``unmeasured``. Returns the chain, first job first (rule, job,
-    wall_s, cumulative_s), and totals.
-    """
+) -> tuple[list[float | None], list[str], list[list[int]]]:
+    """Each planned job's measured wall seconds (None: no benchmark file under ``root``), its
+    wildcard label, and the planned jobs that write its inputs."""
     root_prefix = Path(root).as_posix().rstrip("/") + "/"
     wall = dict(zip(jobs["file"], jobs["wall_s"], strict=True)) if len(jobs) else {}
     writer: dict[str, int] = {}
@@ -153,6 +158,20 @@ def critical_path(
     deps = [
         sorted({writer[f] for f in job.inputs if f in writer} - {i}) for i, job in enumerate(plan)
     ]
+    return cost, label, deps
+
+
+def critical_path(
+    plan: Sequence[PlannedJob], jobs: pd.DataFrame, root: str | Path
+) -> tuple[pd.DataFrame, dict]:
+    """The chain of dependent planned jobs with the largest sum of measured wall seconds.
+
+    A job depends on the jobs that write its inputs. A job's cost is its benchmark file's wall
+    seconds (``jobs`` as :func:`read_jobs` reads ``root``); a planned job without a file there
+    costs 0 and is counted in ``unmeasured``. Returns the chain, first job first (rule, job,
+    wall_s, cumulative_s), and totals.
+    """
+    cost, label, deps = _job_costs(plan, jobs, root)
     finish: list[float | None] = [None] * len(plan)
     via: list[int | None] = [None] * len(plan)
     depth = [0] * len(plan)
@@ -199,6 +218,68 @@ def critical_path(
         "job_wall_s": float(sum(measured)),
     }
     return pd.DataFrame(rows, columns=["rule", "job", "wall_s", "cumulative_s"]), summary
+
+
+def schedule(plan: Sequence[PlannedJob], jobs: pd.DataFrame, root: str | Path, cores: int) -> dict:
+    """How short a run of the measured jobs could be on ``cores`` cores.
+
+    A job holds ``min(threads, cores)`` cores for its wall seconds (0 s without a benchmark
+    file). ``core_floor_s`` is the core-seconds over the cores, ``floor_s`` the larger of that
+    and the critical path: no schedule finishes sooner. ``list_schedule_s`` is the length of a
+    greedy list schedule (whenever cores are free, start the ready jobs with the longest chain
+    of work still after them, any that fit): a schedule a scheduler could actually follow.
+    """
+    if cores < 1:
+        raise ValueError(f"cores must be at least 1, not {cores}")
+    cost, _, deps = _job_costs(plan, jobs, root)
+    wall = [c or 0.0 for c in cost]
+    need = [min(max(job.threads, 1), cores) for job in plan]
+    after: list[list[int]] = [[] for _ in plan]
+    for i, ds in enumerate(deps):
+        for d in ds:
+            after[d].append(i)
+    # longest chain of work from each job to the end (reverse topological order)
+    order, waiting = [], [len(ds) for ds in deps]
+    frontier = [i for i, w in enumerate(waiting) if w == 0]
+    while frontier:
+        i = frontier.pop()
+        order.append(i)
+        for k in after[i]:
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                frontier.append(k)
+    if len(order) != len(plan):
+        raise PlanError("the plan's jobs depend on each other in a cycle")
+    tail = [0.0] * len(plan)
+    for i in reversed(order):
+        tail[i] = wall[i] + max((tail[k] for k in after[i]), default=0.0)
+    waiting = [len(ds) for ds in deps]
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    running: list[tuple[float, int]] = []
+    free, now = cores, 0.0
+    while ready or running:
+        ready.sort(key=lambda i: (-tail[i], i))
+        for i in list(ready):
+            if need[i] <= free:
+                free -= need[i]
+                ready.remove(i)
+                heapq.heappush(running, (now + wall[i], i))
+        now, i = heapq.heappop(running)
+        free += need[i]
+        for k in after[i]:
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                ready.append(k)
+    core_s = sum(w * n for w, n in zip(wall, need, strict=True))
+    critical = max(tail, default=0.0)
+    return {
+        "cores": cores,
+        "core_seconds": core_s,
+        "core_floor_s": core_s / cores,
+        "critical_path_s": critical,
+        "floor_s": max(core_s / cores, critical),
+        "list_schedule_s": now,
+    }
 
 
 def per_rule(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -252,6 +333,7 @@ def markdown(
     files: int,
     top: int = 25,
     critical: tuple[pd.DataFrame, dict] | None = None,
+    cores: dict | None = None,
 ) -> str:
     lines = [
         "# Rule benchmarks",
@@ -284,7 +366,25 @@ def markdown(
         )
     if critical is not None:
         lines += critical_markdown(*critical)
+    if cores is not None:
+        lines += schedule_markdown(cores)
     return "\n".join(lines) + "\n"
+
+
+def schedule_markdown(s: dict) -> list[str]:
+    return [
+        "",
+        f"## On {s['cores']} cores",
+        "",
+        f"The measured jobs hold {s['core_seconds']:.1f} core-seconds (each job's wall "
+        f"seconds times the cores it holds): on {s['cores']} cores no schedule finishes "
+        f"sooner than {s['core_floor_s']:.1f} s, nor sooner than the critical path "
+        f"({s['critical_path_s']:.1f} s). A list schedule of the same jobs (longest chain of "
+        f"work after a job first) takes {s['list_schedule_s']:.1f} s, "
+        f"{s['list_schedule_s'] / s['floor_s'] - 1 if s['floor_s'] else 0.0:.1%} above that "
+        "floor. A run whose elapsed time is near both is bound by its work, not by the order "
+        "of its jobs.",
+    ]
 
 
 def critical_markdown(chain: pd.DataFrame, summary: dict) -> list[str]:
@@ -357,11 +457,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--plan", help="`snakemake --forceall --dry-run` output: adds the critical path"
     )
     ap.add_argument("--critical-csv", help="the critical path's jobs (CSV; needs --plan)")
+    ap.add_argument(
+        "--cores", type=int, default=2, help="cores of the schedule bounds (with --plan)"
+    )
     args = ap.parse_args(argv)
     if not Path(args.root).is_dir():
         ap.error(f"{args.root}: no such folder (run the workflow first)")
     if args.critical_csv and not args.plan:
         ap.error("--critical-csv needs --plan")
+    if args.cores < 1:
+        ap.error(f"--cores must be at least 1, not {args.cores}")
     jobs = read_jobs(args.root)
     rules = per_rule(jobs)
     stages = per_stage(rules)
@@ -369,7 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plan:
         plan = parse_plan(Path(args.plan).read_text(encoding="utf-8"), args.plan)
         critical = critical_path(plan, jobs, args.root)
-    text = markdown(rules, stages, len(jobs), args.top, critical)
+        bounds = schedule(plan, jobs, args.root, args.cores)
+    text = markdown(rules, stages, len(jobs), args.top, critical, bounds if args.plan else None)
     if args.csv:
         write_text(args.csv, rules.to_csv(index=False, float_format="%.3f", lineterminator="\n"))
     if args.critical_csv:
