@@ -18,7 +18,8 @@ export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: run test setup system-deps lint lock clean-results rule-benchmarks benchmarks report
+.PHONY: run test setup system-deps lint lock clean-results rule-benchmarks benchmarks report \
+	paper-scale-plan
 
 run: setup
 	$(BIN)/snakemake --profile profiles/local
@@ -78,6 +79,16 @@ rule-benchmarks: setup
 		--plan results/logs/plan.txt --critical-csv results/logs/critical_path.csv \
 		--csv results/logs/rule_benchmarks.csv --md results/logs/rule_benchmarks.md \
 		--figure results/logs/rule_benchmarks.pdf
+
+# The paper-scale plan (docs/paper_scale.md) from this results tree's benchmark records:
+# CPU-hours, GPU-hours and SLURM resources per rule in results/logs/paper_scale.{csv,md}.
+# The checked-in table and the SLURM profile's block come from the f64f772 cold run's records
+# (docs/data/cold_run_f64f772_rules.csv), not from these.
+paper-scale-plan: setup
+	mkdir -p results/logs
+	$(BIN)/python -m personalir.report.paper_scale results/logs/benchmarks \
+		--rules-csv results/logs/paper_scale_rules.csv \
+		--csv results/logs/paper_scale.csv --md results/logs/paper_scale.md
 
 # Every stage's cost per unit of work at x1 and x10 and the reference ratios (docs/speed.md).
 benchmarks: setup
