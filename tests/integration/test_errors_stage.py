@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from personalir.common.config import validate_config
+from personalir.common.io import split_volatile
 from personalir.errors.profiles import ProfileSet
 from personalir.errors.recovery import (
     check_recovery,
@@ -120,6 +121,8 @@ def test_gec_cache_serves_a_rerun(stage):
     assert again.column("corrected").to_pylist() == stage["corrections"]["corrected"].tolist()
     quire = next(r for r in rep["runs"] if r["name"] == "quire")
     assert quire["computed_this_run"] == 0 and quire["cache_hits_this_run"] > 0
+    # What a warm cache saved is a run fact: the tracked report is the cold run's report.
+    assert split_volatile(rep)[0] == split_volatile(stage["correct_report"])[0]
 
 
 def test_rules_wire_up(tmp_path):
