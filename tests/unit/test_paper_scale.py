@@ -376,10 +376,22 @@ def test_cli_on_benchmark_files(tmp_path):
         (root / f"parse.{job}.tsv").write_text(
             head + f"{wall}\t0:00:30\t900\t0\t0\t0\t0\t0\t0\t40\n", encoding="utf-8"
         )
-    rules = {"parse": RULES["parse"]}
+    # The real sample config, and paper overrides with ten times its users: the CLI reads
+    # both through the schema, the paper's laid over the sample's (snakemake --configfile).
+    sample_text = (REPO / "config" / "config.yaml").read_text(encoding="utf-8")
+    n_users = yaml.safe_load(sample_text)["sample"]["n_users"]
+    rules = {
+        "parse": {
+            **RULES["parse"],
+            "sample": {"sample": "sample.n_users"},
+            "paper": {"paper": "sample.n_users"},
+        }
+    }
     mapping = _mapping(tmp_path, rules)
-    for name, cfg in (("s.yaml", SAMPLE), ("p.yaml", PAPER)):
-        (tmp_path / name).write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(sample_text, encoding="utf-8")
+    (tmp_path / "p.yaml").write_text(
+        yaml.safe_dump({"sample": {"n_users": 10 * n_users}}), encoding="utf-8"
+    )
     out = tmp_path / "out"
     rc = ps.main(
         [
@@ -399,3 +411,32 @@ def test_cli_on_benchmark_files(tmp_path):
     assert "| syntax | parse | sentences |" in (out / "plan.md").read_text(encoding="utf-8")
     again = ps.read_records(out / "rules.csv")
     assert int(again["jobs"].sum()) == 2
+
+
+def test_paper_config_is_the_sample_config_with_the_paper_overrides(tmp_path):
+    sample_text = (REPO / "config" / "config.yaml").read_text(encoding="utf-8")
+    (tmp_path / "s.yaml").write_text(sample_text, encoding="utf-8")
+    (tmp_path / "p.yaml").write_text("sample:\n  n_users: 4000\n", encoding="utf-8")
+    sample, paper = ps.load_configs(tmp_path / "s.yaml", tmp_path / "p.yaml")
+    assert paper["sample"]["n_users"] == 4000
+    # What the paper file leaves out is the sample's, and the schema's defaults are filled.
+    assert paper["seed"] == sample["seed"] and paper["ttp"] == sample["ttp"]
+    assert sample["sample"]["n_users"] == yaml.safe_load(sample_text)["sample"]["n_users"]
+
+
+def test_cli_refuses_an_invalid_paper_config_naming_its_line(tmp_path, capsys):
+    (tmp_path / "s.yaml").write_text(
+        (REPO / "config" / "config.yaml").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    (tmp_path / "p.yaml").write_text("seed: 1\nsample:\n  n_users: -5\n", encoding="utf-8")
+    rc = ps.main(
+        [
+            "--from-rules-csv", str(REPO / "docs" / "data" / "cold_run_f64f772_rules.csv"),
+            "--sample-config", str(tmp_path / "s.yaml"),
+            "--paper-config", str(tmp_path / "p.yaml"),
+            "--partitions", "",
+        ]
+    )  # fmt: skip
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'p.yaml'}:3" in err and "n_users" in err

@@ -41,6 +41,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from personalir.common.config import ConfigError, deep_merge, load_config, validate_config
 from personalir.report.paper_scale_spec import Assumptions, Entry, PlanSpecError, load_mapping
 from personalir.report.rule_benchmarks import read_jobs
 
@@ -425,13 +426,41 @@ def _max_runtime(partitions: str | Path | None) -> int | None:
     return max(limits) if limits else None
 
 
+def load_configs(sample_path: str | Path, paper_path: str | Path) -> tuple[dict, dict]:
+    """(sample config, paper config), both validated with the schema's defaults filled.
+
+    The paper config is what ``snakemake --configfile <paper_path>`` runs: the sample config
+    with the paper file's keys laid over it, so a count the paper file leaves out is the
+    sample's (or the schema's default), never missing."""
+    sample_path, paper_path = Path(sample_path), Path(paper_path)
+    sample = load_config(sample_path)
+    base_text = sample_path.read_text(encoding="utf-8")
+    paper_text = paper_path.read_text(encoding="utf-8")
+    try:
+        base = yaml.safe_load(base_text) or {}
+        over = yaml.safe_load(paper_text) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{paper_path}: not valid YAML: {exc}") from None
+    if not isinstance(over, dict):
+        raise ConfigError(f"{paper_path}: the top level must be a mapping")
+    paper = validate_config(
+        deep_merge(base, over),
+        sources=[(str(paper_path), paper_text), (str(sample_path), base_text)],
+    )
+    return sample, paper
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("records", nargs="?", help="folder of Snakemake benchmark TSVs")
     ap.add_argument("--from-rules-csv", help="a compact record (--rules-csv) instead of TSVs")
     ap.add_argument("--mapping", default="config/paper_scale.yaml")
-    ap.add_argument("--sample-config", default="config/config.yaml")
-    ap.add_argument("--paper-config", default="config/paper.yaml")
+    ap.add_argument("--sample-config", default="config/config.yaml", help="the sample's config")
+    ap.add_argument(
+        "--paper-config",
+        default="config/paper.yaml",
+        help="the paper's overrides, laid over --sample-config as snakemake --configfile does",
+    )
     ap.add_argument("--partitions", default="profiles/slurm/partitions.yaml")
     ap.add_argument("--rules-csv", help="write the compact record of the jobs read")
     ap.add_argument("--csv", help="write the plan, one row per rule or job group")
@@ -442,11 +471,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if bool(args.records) == bool(args.from_rules_csv):
         ap.error("give either a records folder or --from-rules-csv")
-    load = lambda p: yaml.safe_load(Path(p).read_text(encoding="utf-8"))  # noqa: E731
     try:
-        assumptions, entries = load_mapping(
-            args.mapping, load(args.sample_config), load(args.paper_config)
-        )
+        sample, paper = load_configs(args.sample_config, args.paper_config)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        assumptions, entries = load_mapping(args.mapping, sample, paper)
         if args.records:
             jobs = read_jobs(args.records)
             if jobs.empty:
