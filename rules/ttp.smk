@@ -41,7 +41,7 @@ rule ttp_examples:
         corpus=results("ttp", "{ttp_set}", "items.parquet"),
         report=results("ttp", "{ttp_set}", "examples.report.json"),
     params:
-        ttp=params_json("ttp", keys=("split", "history", "items")),
+        ttp=params_json("ttp", keys=("split", "history", "items", "device")),
         seed=config["seed"],
         source=TTP["source"],
         sources=lambda w, input: ttp_wf.example_source_args(config, dict(input)),
@@ -71,7 +71,7 @@ rule ttp_teacher:
         sft=results("ttp", "{ttp_set}", "sft.jsonl"),
         report=results("ttp", "{ttp_set}", "teacher.report.json"),
     params:
-        ttp=params_json("ttp", keys=("teacher", "history", "items")),
+        ttp=params_json("ttp", keys=("teacher", "history", "items", "device")),
         seed=config["seed"],
     benchmark:
         bench("ttp", "ttp_teacher", "ttp_set")
@@ -132,7 +132,9 @@ rule ttp_sft:
         loss=results("ttp", "sft", "loss.json"),
         report=results("ttp", "sft", "train.report.json"),
     params:
-        ttp=params_json("ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection")),
+        ttp=params_json(
+            "ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection", "device")
+        ),
         seed=config["seed"],
     benchmark:
         bench("ttp", "ttp_sft")
@@ -171,7 +173,10 @@ rule ttp_rewriter:
     params:
         ttp=params_json(
             "ttp",
-            keys=("backbone", "lora", "sft", "items", "inference", "selection", "decoupled", "dense"),
+            keys=(
+                "backbone", "lora", "sft", "items", "inference", "selection", "decoupled", "dense",
+                "device",
+            ),
         ),
         seed=config["seed"],
     benchmark:
@@ -210,7 +215,7 @@ rule ttp_embedder:
         report=results("ttp", "embedder", "train.report.json"),
     params:
         ttp=params_json(
-            "ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection")
+            "ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection", "device")
         ),
         seed=config["seed"],
     benchmark:
@@ -244,7 +249,7 @@ rule ttp_rewrites:
     output:
         rewrites=results("ttp", "{ttp_set}", "rewrites.json"),
     params:
-        ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference")),
+        ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference", "device")),
     benchmark:
         bench("ttp", "ttp_rewrites", "ttp_set")
     log:
@@ -283,7 +288,9 @@ rule ttp_rl:
         log=results("ttp", "rl", "{rl_variant}", "log.json"),
         report=results("ttp", "rl", "{rl_variant}.report.json"),
     params:
-        ttp=params_json("ttp", keys=("backbone", "rl", "sft", "items", "inference", "selection")),
+        ttp=params_json(
+            "ttp", keys=("backbone", "rl", "sft", "items", "inference", "selection", "device")
+        ),
         seed=config["seed"],
         selection=lambda w, input: (
             f"--selection-from {input.selection}" if "selection" in input.keys() else ""
@@ -344,7 +351,7 @@ rule ttp_dense_ft:
         weights=temp(results("ttp", "dense", "{variant}", "model.safetensors")),
         report=results("ttp", "dense", "{variant}.report.json"),
     params:
-        ttp=params_json("ttp", keys=("dense", "items", "selection")),
+        ttp=params_json("ttp", keys=("dense", "items", "selection", "device")),
         seed=config["seed"],
         rewrites=lambda w, input: ttp_wf.rewrites_option(dict(input)),
     benchmark:
@@ -379,7 +386,7 @@ rule ttp_fusion:
         weights=temp(results("ttp", "fusion", "{fusion}", "fusion.safetensors")),
         report=results("ttp", "fusion", "{fusion}.report.json"),
     params:
-        ttp=params_json("ttp", keys=("fusion", "items", "selection")),
+        ttp=params_json("ttp", keys=("fusion", "items", "selection", "device")),
         dense=ttp_wf.dense_model(config, "dense"),
         seed=config["seed"],
     benchmark:
@@ -410,7 +417,7 @@ rule ttp_teacher_rewrites:
     output:
         rewrites=results("ttp", "{ttp_set}", "teacher_rewrites.json"),
     params:
-        ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference")),
+        ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference", "device")),
     benchmark:
         bench("ttp", "ttp_teacher_rewrites", "ttp_set")
     log:
@@ -440,7 +447,7 @@ rule ttp_student:
         weights=temp(results("ttp", "student", "{student_variant}", "model.safetensors")),
         report=results("ttp", "student", "{student_variant}.report.json"),
     params:
-        ttp=params_json("ttp", keys=("student", "items", "selection")),
+        ttp=params_json("ttp", keys=("student", "items", "selection", "device")),
         seed=config["seed"],
     benchmark:
         bench("ttp", "ttp_student", "student_variant")
@@ -838,7 +845,9 @@ rule ttp_history_examples:
         examples=results("ttp", "history", "n{hist_n}", "{ttp_set}", "examples.jsonl"),
         report=results("ttp", "history", "n{hist_n}", "{ttp_set}", "examples.report.json"),
     params:
-        ttp=lambda w: ttp_wf.history_params(config, w.hist_n, ("split", "history", "items")),
+        ttp=lambda w: ttp_wf.history_params(
+            config, w.hist_n, ("split", "history", "items", "device")
+        ),
     benchmark:
         bench("ttp", "ttp_history_examples", "ttp_set", "hist_n")
     log:
@@ -864,7 +873,9 @@ rule ttp_history_teacher:
         sft=results("ttp", "history", "n{hist_n}", "{ttp_set}", "sft.jsonl"),
         report=results("ttp", "history", "n{hist_n}", "{ttp_set}", "teacher.report.json"),
     params:
-        ttp=lambda w: ttp_wf.history_params(config, w.hist_n, ("teacher", "history", "items")),
+        ttp=lambda w: ttp_wf.history_params(
+            config, w.hist_n, ("teacher", "history", "items", "device")
+        ),
         seed=config["seed"],
     benchmark:
         bench("ttp", "ttp_history_teacher", "ttp_set", "hist_n")
@@ -904,7 +915,9 @@ rule ttp_history_sft:
         report=results("ttp", "history", "n{hist_n}", "train.report.json"),
     params:
         ttp=lambda w: ttp_wf.history_params(
-            config, w.hist_n, ("backbone", "lora", "sft", "items", "inference", "selection")
+            config,
+            w.hist_n,
+            ("backbone", "lora", "sft", "items", "inference", "selection", "device"),
         ),
         seed=config["seed"],
     benchmark:
@@ -1084,7 +1097,7 @@ rule ttp_public_examples:
         corpus=results("ttp", "{public}", "items.parquet"),
         report=results("ttp", "{public}", "examples.report.json"),
     params:
-        ttp=params_json("ttp", keys=("history", "items", "public")),
+        ttp=params_json("ttp", keys=("history", "items", "public", "device")),
         fmt=lambda w: TTP_PUBLIC[w.public]["format"],
         data_dir=lambda w: ttp_wf.public_data_dir(config, w.public),
     benchmark:

@@ -274,10 +274,11 @@ def rewrites_option(inputs: Mapping) -> str:
 
 
 def run_params(config: Mapping, method: str, extra: tuple[str, ...] = ()) -> str:
-    """The ``ttp`` sections a method's job reads: items, depth, its ``config_keys`` and
-    ``extra`` (the Relevance job adds ``evaluation`` for its bootstrap)."""
+    """The ``ttp`` sections a method's job reads: items, depth, ``device`` (where its models
+    run), its ``config_keys`` and ``extra`` (the Relevance job adds ``evaluation`` for its
+    bootstrap)."""
     ttp = config["ttp"]
-    keys = ("items", "depth", *method_class(method).config_keys, *extra)
+    keys = ("items", "depth", "device", *method_class(method).config_keys, *extra)
     return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
 
 
@@ -413,7 +414,7 @@ def history_params(config: Mapping, n, keys: tuple[str, ...]) -> str:
 
 def history_run_params(config: Mapping, n) -> str:
     """The TTP run's ``ttp`` sections (:func:`run_params`' keys for ``ttp``) at point ``n``."""
-    keys = ("items", "depth", *method_class("ttp").config_keys)
+    keys = ("items", "depth", "device", *method_class("ttp").config_keys)
     return history_params(config, n, keys)
 
 
