@@ -52,6 +52,7 @@ rule ttp_examples:
     resources:
         mem_mb=3000,
         runtime=20,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -80,6 +81,7 @@ rule ttp_teacher:
     resources:
         mem_mb=3000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -143,6 +145,7 @@ rule ttp_sft:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -186,6 +189,7 @@ rule ttp_rewriter:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -225,6 +229,7 @@ rule ttp_embedder:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -257,6 +262,7 @@ rule ttp_rewrites:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -302,6 +308,7 @@ rule ttp_rl:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.rl_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -361,6 +368,7 @@ rule ttp_dense_ft:
     resources:
         mem_mb=3000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -396,6 +404,7 @@ rule ttp_fusion:
     resources:
         mem_mb=3000,
         runtime=30,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -425,6 +434,7 @@ rule ttp_teacher_rewrites:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -456,6 +466,7 @@ rule ttp_student:
     resources:
         mem_mb=3000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -491,6 +502,7 @@ rule ttp_run:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=lambda w: ttp_wf.ttp_gpu(config, w.method),
     threads: lambda w: ttp_wf.run_threads(config, w.method)
     conda:
         "../envs/ttp.yaml"
@@ -525,6 +537,7 @@ rule ttp_cache_store:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -585,6 +598,7 @@ rule ttp_relevance:
     resources:
         mem_mb=4000,
         runtime=30,
+        gpu=lambda w: ttp_wf.ttp_gpu(config, w.method),
     threads: lambda w: ttp_wf.run_threads(config, w.method)
     conda:
         "../envs/ttp.yaml"
@@ -855,6 +869,7 @@ rule ttp_history_examples:
     resources:
         mem_mb=3000,
         runtime=20,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -884,6 +899,7 @@ rule ttp_history_teacher:
     resources:
         mem_mb=3000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -927,6 +943,7 @@ rule ttp_history_sft:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -966,6 +983,7 @@ rule ttp_history_run:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config, "ttp"),
     threads: ttp_wf.run_threads(config, "ttp")
     conda:
         "../envs/ttp.yaml"
@@ -1107,6 +1125,7 @@ rule ttp_public_examples:
     resources:
         mem_mb=3000,
         runtime=20,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"

@@ -31,6 +31,7 @@ rule ttp_pqb_examples:
     resources:
         mem_mb=3000,
         runtime=20,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"

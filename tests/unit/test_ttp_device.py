@@ -168,20 +168,44 @@ MODEL_RULES = {
 }
 
 
-def _rule_params(text: str, rule: str) -> str:
+# Rules whose `ttp` params come from a workflow helper (checked in test_run_params_*).
+HELPER_RULES = ("ttp_run", "ttp_relevance", "ttp_cache_store", "ttp_history_run")
+
+
+def _rule_section(text: str, rule: str, section: str) -> str:
     body = re.search(rf"^rule {rule}:\n(.*?)(?=^rule |\Z)", text, re.S | re.M)
     assert body, rule
-    params = re.search(r"^    params:\n(.*?)^    \w+:", body.group(1), re.S | re.M)
-    assert params, rule
-    return params.group(1)
+    found = re.search(rf"^    {section}:\n(.*?)^    \w+:", body.group(1), re.S | re.M)
+    assert found, f"{rule}: no {section}"
+    return found.group(1)
 
 
 @pytest.mark.parametrize(
     "smk, rule", [(smk, rule) for smk, rules in MODEL_RULES.items() for rule in rules]
 )
 def test_every_model_rule_passes_the_device(smk, rule):
-    params = _rule_params((ROOT / "rules" / smk).read_text(), rule)
+    params = _rule_section((ROOT / "rules" / smk).read_text(), rule, "params")
     assert '"device"' in params, f"{rule}: its ttp params do not list device"
+
+
+@pytest.mark.parametrize(
+    "smk, rule",
+    [(smk, rule) for smk, rules in MODEL_RULES.items() for rule in rules]
+    + [("ttp.smk", rule) for rule in HELPER_RULES],
+)
+def test_every_model_rule_asks_for_a_gpu_on_cuda(smk, rule):
+    resources = _rule_section((ROOT / "rules" / smk).read_text(), rule, "resources")
+    assert "gpu=" in resources and "ttp_wf.ttp_gpu(config" in resources, rule
+
+
+def test_ttp_gpu_follows_the_device():
+    from personalir.ttp import workflow
+
+    for device, want in (("cpu", 0), ("auto", 0), ("cuda", 1), ("cuda:1", 1)):
+        cfg = validate_config({"ttp": {"device": device}})
+        assert workflow.ttp_gpu(cfg) == want
+        assert workflow.ttp_gpu(cfg, "ttp") == want
+        assert workflow.ttp_gpu(cfg, "bm25") == 0  # loads no model
 
 
 def test_run_params_carry_the_device():

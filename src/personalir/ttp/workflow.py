@@ -282,6 +282,18 @@ def run_params(config: Mapping, method: str, extra: tuple[str, ...] = ()) -> str
     return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
 
 
+def ttp_gpu(config: Mapping, method: str | None = None) -> int:
+    """GPUs a TTP job that loads a model asks the scheduler for (its ``gpu`` resource): 1 when
+    ``ttp.device`` names CUDA (``cuda``, ``cuda:<n>``), else 0 (``auto`` uses a GPU only
+    where a job happens to have one). A method's run asks only when the method loads a model
+    (BM25 does not)."""
+    if not str(config["ttp"].get("device", "cpu")).startswith("cuda"):
+        return 0
+    if method is not None and not method_class(method).model_roles:
+        return 0
+    return 1
+
+
 def sft_threads(config: Mapping) -> int:
     """CPU threads of SFT: ``ttp.sft.threads``, else the workflow's ``threads``."""
     return int(config["ttp"]["sft"]["threads"] or config["threads"])
