@@ -41,7 +41,7 @@ rule ttp_examples:
         corpus=results("ttp", "{ttp_set}", "items.parquet"),
         report=results("ttp", "{ttp_set}", "examples.report.json"),
     params:
-        ttp=params_json("ttp", keys=("split", "history", "items")),
+        ttp=params_json("ttp", keys=("split", "history", "items", "device")),
         seed=config["seed"],
         source=TTP["source"],
         sources=lambda w, input: ttp_wf.example_source_args(config, dict(input)),
@@ -52,6 +52,7 @@ rule ttp_examples:
     resources:
         mem_mb=3000,
         runtime=20,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -71,7 +72,7 @@ rule ttp_teacher:
         sft=results("ttp", "{ttp_set}", "sft.jsonl"),
         report=results("ttp", "{ttp_set}", "teacher.report.json"),
     params:
-        ttp=params_json("ttp", keys=("teacher", "history", "items")),
+        ttp=params_json("ttp", keys=("teacher", "history", "items", "device")),
         seed=config["seed"],
     benchmark:
         bench("ttp", "ttp_teacher", "ttp_set")
@@ -80,6 +81,7 @@ rule ttp_teacher:
     resources:
         mem_mb=3000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -132,7 +134,9 @@ rule ttp_sft:
         loss=results("ttp", "sft", "loss.json"),
         report=results("ttp", "sft", "train.report.json"),
     params:
-        ttp=params_json("ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection")),
+        ttp=params_json(
+            "ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection", "device")
+        ),
         seed=config["seed"],
     benchmark:
         bench("ttp", "ttp_sft")
@@ -141,6 +145,7 @@ rule ttp_sft:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -171,7 +176,10 @@ rule ttp_rewriter:
     params:
         ttp=params_json(
             "ttp",
-            keys=("backbone", "lora", "sft", "items", "inference", "selection", "decoupled", "dense"),
+            keys=(
+                "backbone", "lora", "sft", "items", "inference", "selection", "decoupled", "dense",
+                "device",
+            ),
         ),
         seed=config["seed"],
     benchmark:
@@ -181,6 +189,7 @@ rule ttp_rewriter:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -210,7 +219,7 @@ rule ttp_embedder:
         report=results("ttp", "embedder", "train.report.json"),
     params:
         ttp=params_json(
-            "ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection")
+            "ttp", keys=("backbone", "lora", "sft", "items", "inference", "selection", "device")
         ),
         seed=config["seed"],
     benchmark:
@@ -220,6 +229,7 @@ rule ttp_embedder:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -244,7 +254,7 @@ rule ttp_rewrites:
     output:
         rewrites=results("ttp", "{ttp_set}", "rewrites.json"),
     params:
-        ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference")),
+        ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference", "device")),
     benchmark:
         bench("ttp", "ttp_rewrites", "ttp_set")
     log:
@@ -252,6 +262,7 @@ rule ttp_rewrites:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -283,7 +294,9 @@ rule ttp_rl:
         log=results("ttp", "rl", "{rl_variant}", "log.json"),
         report=results("ttp", "rl", "{rl_variant}.report.json"),
     params:
-        ttp=params_json("ttp", keys=("backbone", "rl", "sft", "items", "inference", "selection")),
+        ttp=params_json(
+            "ttp", keys=("backbone", "rl", "sft", "items", "inference", "selection", "device")
+        ),
         seed=config["seed"],
         selection=lambda w, input: (
             f"--selection-from {input.selection}" if "selection" in input.keys() else ""
@@ -295,6 +308,7 @@ rule ttp_rl:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.rl_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -344,7 +358,7 @@ rule ttp_dense_ft:
         weights=temp(results("ttp", "dense", "{variant}", "model.safetensors")),
         report=results("ttp", "dense", "{variant}.report.json"),
     params:
-        ttp=params_json("ttp", keys=("dense", "items", "selection")),
+        ttp=params_json("ttp", keys=("dense", "items", "selection", "device")),
         seed=config["seed"],
         rewrites=lambda w, input: ttp_wf.rewrites_option(dict(input)),
     benchmark:
@@ -354,6 +368,7 @@ rule ttp_dense_ft:
     resources:
         mem_mb=3000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -379,7 +394,7 @@ rule ttp_fusion:
         weights=temp(results("ttp", "fusion", "{fusion}", "fusion.safetensors")),
         report=results("ttp", "fusion", "{fusion}.report.json"),
     params:
-        ttp=params_json("ttp", keys=("fusion", "items", "selection")),
+        ttp=params_json("ttp", keys=("fusion", "items", "selection", "device")),
         dense=ttp_wf.dense_model(config, "dense"),
         seed=config["seed"],
     benchmark:
@@ -389,6 +404,7 @@ rule ttp_fusion:
     resources:
         mem_mb=3000,
         runtime=30,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -410,7 +426,7 @@ rule ttp_teacher_rewrites:
     output:
         rewrites=results("ttp", "{ttp_set}", "teacher_rewrites.json"),
     params:
-        ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference")),
+        ttp=params_json("ttp", keys=("backbone", "sft", "items", "inference", "device")),
     benchmark:
         bench("ttp", "ttp_teacher_rewrites", "ttp_set")
     log:
@@ -418,6 +434,7 @@ rule ttp_teacher_rewrites:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -440,7 +457,7 @@ rule ttp_student:
         weights=temp(results("ttp", "student", "{student_variant}", "model.safetensors")),
         report=results("ttp", "student", "{student_variant}.report.json"),
     params:
-        ttp=params_json("ttp", keys=("student", "items", "selection")),
+        ttp=params_json("ttp", keys=("student", "items", "selection", "device")),
         seed=config["seed"],
     benchmark:
         bench("ttp", "ttp_student", "student_variant")
@@ -449,6 +466,7 @@ rule ttp_student:
     resources:
         mem_mb=3000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -484,6 +502,7 @@ rule ttp_run:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=lambda w: ttp_wf.ttp_gpu(config, w.method),
     threads: lambda w: ttp_wf.run_threads(config, w.method)
     conda:
         "../envs/ttp.yaml"
@@ -518,6 +537,7 @@ rule ttp_cache_store:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -578,6 +598,7 @@ rule ttp_relevance:
     resources:
         mem_mb=4000,
         runtime=30,
+        gpu=lambda w: ttp_wf.ttp_gpu(config, w.method),
     threads: lambda w: ttp_wf.run_threads(config, w.method)
     conda:
         "../envs/ttp.yaml"
@@ -838,7 +859,9 @@ rule ttp_history_examples:
         examples=results("ttp", "history", "n{hist_n}", "{ttp_set}", "examples.jsonl"),
         report=results("ttp", "history", "n{hist_n}", "{ttp_set}", "examples.report.json"),
     params:
-        ttp=lambda w: ttp_wf.history_params(config, w.hist_n, ("split", "history", "items")),
+        ttp=lambda w: ttp_wf.history_params(
+            config, w.hist_n, ("split", "history", "items", "device")
+        ),
     benchmark:
         bench("ttp", "ttp_history_examples", "ttp_set", "hist_n")
     log:
@@ -846,6 +869,7 @@ rule ttp_history_examples:
     resources:
         mem_mb=3000,
         runtime=20,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -864,7 +888,9 @@ rule ttp_history_teacher:
         sft=results("ttp", "history", "n{hist_n}", "{ttp_set}", "sft.jsonl"),
         report=results("ttp", "history", "n{hist_n}", "{ttp_set}", "teacher.report.json"),
     params:
-        ttp=lambda w: ttp_wf.history_params(config, w.hist_n, ("teacher", "history", "items")),
+        ttp=lambda w: ttp_wf.history_params(
+            config, w.hist_n, ("teacher", "history", "items", "device")
+        ),
         seed=config["seed"],
     benchmark:
         bench("ttp", "ttp_history_teacher", "ttp_set", "hist_n")
@@ -873,6 +899,7 @@ rule ttp_history_teacher:
     resources:
         mem_mb=3000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"
@@ -904,7 +931,9 @@ rule ttp_history_sft:
         report=results("ttp", "history", "n{hist_n}", "train.report.json"),
     params:
         ttp=lambda w: ttp_wf.history_params(
-            config, w.hist_n, ("backbone", "lora", "sft", "items", "inference", "selection")
+            config,
+            w.hist_n,
+            ("backbone", "lora", "sft", "items", "inference", "selection", "device"),
         ),
         seed=config["seed"],
     benchmark:
@@ -914,6 +943,7 @@ rule ttp_history_sft:
     resources:
         mem_mb=8000,
         runtime=240,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
         "../envs/ttp.yaml"
@@ -953,6 +983,7 @@ rule ttp_history_run:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=ttp_wf.ttp_gpu(config, "ttp"),
     threads: ttp_wf.run_threads(config, "ttp")
     conda:
         "../envs/ttp.yaml"
@@ -1084,7 +1115,7 @@ rule ttp_public_examples:
         corpus=results("ttp", "{public}", "items.parquet"),
         report=results("ttp", "{public}", "examples.report.json"),
     params:
-        ttp=params_json("ttp", keys=("history", "items", "public")),
+        ttp=params_json("ttp", keys=("history", "items", "public", "device")),
         fmt=lambda w: TTP_PUBLIC[w.public]["format"],
         data_dir=lambda w: ttp_wf.public_data_dir(config, w.public),
     benchmark:
@@ -1094,6 +1125,7 @@ rule ttp_public_examples:
     resources:
         mem_mb=3000,
         runtime=20,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"

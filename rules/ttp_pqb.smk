@@ -19,7 +19,7 @@ rule ttp_pqb_examples:
         corpus=results("ttp", "{ttp_set}", "items.parquet"),
         report=results("ttp", "{ttp_set}", "examples.report.json"),
     params:
-        ttp=params_json("ttp", keys=("history", "items", "pqb")),
+        ttp=params_json("ttp", keys=("history", "items", "pqb", "device")),
         seed=config["seed"],
         train=lambda w, input: (
             f"--train-examples {dict(input)['train_examples']}" if "train_examples" in dict(input) else ""
@@ -31,6 +31,7 @@ rule ttp_pqb_examples:
     resources:
         mem_mb=3000,
         runtime=20,
+        gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
         "../envs/ttp.yaml"

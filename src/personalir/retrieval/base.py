@@ -107,11 +107,9 @@ class RunSettings:
         )
 
     def torch_device(self) -> str:
-        if self.device != "auto":
-            return self.device
-        import torch
+        from personalir.common.device import resolve_device
 
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return resolve_device(self.device, "retrieval.device")
 
 
 class Retriever(ABC):

@@ -61,6 +61,8 @@ class RetrievalContext:
     # Item encodings shared between runs of the same model (personalir.retrieval.encodings);
     # None: every run encodes its items.
     encoding_cache: str | None = None
+    # Torch device of the methods' models (``ttp.device``, resolved: cpu, cuda, cuda:<n>).
+    device: str = "cpu"
 
     def item_texts(self) -> list[str]:
         return self.corpus.texts(self.item_fields, self.max_features)
@@ -140,7 +142,9 @@ def stage_retriever(kind: str, model: str | None, ctx: RetrievalContext):
     from personalir.retrieval.corpus import corpus_from_texts
 
     load_builtin_retrievers()
-    settings = RunSettings(seed=ctx.seed, threads=ctx.threads, model_cache=ctx.model_cache)
+    settings = RunSettings(
+        device=ctx.device, seed=ctx.seed, threads=ctx.threads, model_cache=ctx.model_cache
+    )
     retriever = RETRIEVERS.get(kind)(model=model, settings=settings)
     retriever.index(corpus_from_texts(ctx.corpus.ids, ctx.item_texts()))
     return retriever
@@ -212,12 +216,12 @@ class HistoryAware(PersonalRetriever):
         return rank_texts(r, examples, texts, self.ctx.depth)
 
 
-def _st_encoder(model: str):
+def _st_encoder(model: str, device: str = "cpu"):
     from sentence_transformers import SentenceTransformer
 
     from personalir.common.models import resolve_model
 
-    return SentenceTransformer(resolve_model(model).path, device="cpu")
+    return SentenceTransformer(resolve_model(model).path, device=device)
 
 
 def _st_encode(encoder, texts: Sequence[str]) -> np.ndarray:
@@ -250,7 +254,7 @@ class PersonalPRF(PersonalRetriever):
         return dict(ttp["p_prf"])
 
     def rank(self, examples):
-        enc = _st_encoder(self.ctx.models["dense"])
+        enc = _st_encoder(self.ctx.models["dense"], self.ctx.device)
         items = _st_encode(enc, self.ctx.item_texts())
         queries = _st_encode(enc, [ex.query for ex in examples])
         histories = [self.ctx.history_texts(ex) for ex in examples]
@@ -289,7 +293,7 @@ class HyDE(PersonalRetriever):
         from personalir.common.models import resolve_model
 
         ref = resolve_model(self.ctx.models["generator"])
-        model, tok = load_causal_lm(ref, cache_dir=self.ctx.model_cache)
+        model, tok = load_causal_lm(ref, device=self.ctx.device, cache_dir=self.ctx.model_cache)
         tok.padding_side = "left"
         out = []
         bs = int(self.params["batch_size"])
@@ -304,6 +308,8 @@ class HyDE(PersonalRetriever):
                     for q in queries[start : start + bs]
                 ]
                 enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+                if self.ctx.device != "cpu":
+                    enc = enc.to(model.device)
                 gen = model.generate(
                     **enc,
                     do_sample=False,
@@ -323,7 +329,7 @@ class HyDE(PersonalRetriever):
         self.info["hypothetical_documents"] = dict(
             zip((ex.example_id for ex in examples), docs, strict=True)
         )
-        enc = _st_encoder(self.ctx.models["dense"])
+        enc = _st_encoder(self.ctx.models["dense"], self.ctx.device)
         items = _st_encode(enc, self.ctx.item_texts())
         q = _st_encode(enc, [ex.query for ex in examples])
         d = _st_encode(enc, docs)
@@ -398,12 +404,15 @@ class TTPRetriever(PersonalRetriever):
         self.encoder = None
 
     def load(self):
+        from personalir.ttp.device import to_device
         from personalir.ttp.model import TTPEncoder, load_adapter, load_backbone
 
         model, tok, info = load_backbone(self.ctx.models["ttp_backbone"])
         adapter = self.ctx.models.get("ttp_adapter")
         if adapter:
             model = load_adapter(model, adapter)
+        # Loaded on the CPU (backbone and adapter), moved once (``ttp.device``).
+        model = to_device(model, self.ctx.device)
         self.encoder = TTPEncoder(
             model,
             tok,
@@ -476,7 +485,9 @@ class TTPRetriever(PersonalRetriever):
         key = {
             "encoder": "ttp_items",
             "models": [e.model_fingerprint(str(self.ctx.models[r])) for r in self.model_roles],
-            "settings": [enc.max_item_tokens, enc.batch_size, torch.get_num_threads()],
+            "settings": [enc.max_item_tokens, enc.batch_size, torch.get_num_threads()]
+            # another device's encodings differ in rounding; the CPU's key is as it was
+            + ([self.ctx.device] if self.ctx.device != "cpu" else []),
             "source": e.source_hash(TTPEncoder),
             "versions": e.library_versions("torch", "transformers", "peft"),
         }

@@ -46,6 +46,7 @@ def write_rewrites(
     import torch
 
     from personalir.ttp.data import ItemCorpus, read_examples
+    from personalir.ttp.device import ttp_device
     from personalir.ttp.model import load_adapter, load_backbone
     from personalir.ttp.prompts import parse_generated
     from personalir.ttp.sft import build_prompt, sft_settings, ttp_encoder
@@ -57,7 +58,7 @@ def write_rewrites(
         raise ValueError(f"{examples_path}: no examples to rewrite")
     corpus = ItemCorpus.read(items_path)
     model, tok, info = load_backbone(backbone, ttp["backbone"]["dtype"])
-    model = load_adapter(model, adapter)
+    model = load_adapter(model, adapter, device=ttp_device(ttp))  # loaded on the CPU, moved
     settings = sft_settings(ttp)
     encoder = ttp_encoder(model, tok, settings, ttp)
     prompts = [build_prompt(ex, corpus, tok, settings) for ex in examples]

@@ -58,6 +58,7 @@ def fine_tune(
     measure: str = "MRR@100",
     rewrites: Sequence[str] | None = None,
     terms: Sequence[str] | None = None,
+    device: str = "cpu",
     log=print,
 ) -> dict:
     """Fine-tune and save; with ``validation`` (per example set: validation examples, their
@@ -66,7 +67,8 @@ def fine_tune(
 
     ``terms`` (with ``rewrites``, one intent-enhanced text per query): train with the
     distilled student's objective instead (:func:`personalir.ttp.distill.distillation_loss`,
-    equal weights); validation still ranks with the query texts alone."""
+    equal weights); validation still ranks with the query texts alone. ``device``: where
+    the bi-encoder trains (``ttp.device``, resolved)."""
     import torch
     import torch.nn.functional as F
     from sentence_transformers import SentenceTransformer
@@ -79,7 +81,7 @@ def fine_tune(
     if terms is not None and (rewrites is None or len(rewrites) != len(queries)):
         raise ValueError("the student's terms need one rewrite text per query")
     torch.manual_seed(derive_seed(seed, "dense_ft_torch", variant) % (2**63))
-    model = SentenceTransformer(resolve_model(model_name).path, device="cpu")
+    model = SentenceTransformer(resolve_model(model_name).path, device=device)
     model.max_seq_length = settings.max_length
     model.train()
     per_epoch = math.ceil(len(queries) / settings.batch_size)
@@ -97,6 +99,8 @@ def fine_tune(
 
     def embed(texts):
         feats = model.tokenize(list(texts))
+        if device != "cpu":
+            feats = {k: v.to(model.device) if hasattr(v, "to") else v for k, v in feats.items()}
         return F.normalize(model(feats)["sentence_embedding"], dim=-1)
 
     def validate() -> dict:
@@ -128,9 +132,10 @@ def fine_tune(
         ids = [item_ids[i] for i in rows]
         if terms is None:
             sims = q @ d.T / settings.temperature
-            same = torch.tensor([[a == b for b in ids] for a in ids])
-            sims = sims.masked_fill(same & ~torch.eye(len(rows), dtype=torch.bool), float("-inf"))
-            loss = F.cross_entropy(sims, torch.arange(len(rows)))
+            same = torch.tensor([[a == b for b in ids] for a in ids], device=sims.device)
+            eye = torch.eye(len(rows), dtype=torch.bool, device=sims.device)
+            sims = sims.masked_fill(same & ~eye, float("-inf"))
+            loss = F.cross_entropy(sims, torch.arange(len(rows), device=sims.device))
         else:
             from personalir.ttp.distill import distillation_loss
 
@@ -202,6 +207,7 @@ def fine_tune_dense(
     import torch
 
     from personalir.ttp.baselines import history_aware_text, history_word_budget
+    from personalir.ttp.device import ttp_device
     from personalir.ttp.selection import SelectionSettings
 
     torch.set_num_threads(threads)
@@ -256,6 +262,7 @@ def fine_tune_dense(
         variant=variant,
         validation=validation,
         measure=selection.measure,
+        device=ttp_device(ttp),
         log=log,
     )
     write_json(report_out, report)

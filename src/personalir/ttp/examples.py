@@ -53,6 +53,7 @@ def build_example_set(
     report_out: str | Path,
     log=print,
 ) -> dict:
+    from personalir.ttp.device import ttp_device
     from personalir.ttp.history import select_histories
     from personalir.ttp.relevance import build_relevance
 
@@ -60,7 +61,7 @@ def build_example_set(
     examples, corpus = load_examples(source, **source_args)
     examples = cap_examples(examples, ttp["split"])
     t1 = time.perf_counter()
-    relevance = build_relevance(dict(ttp["history"]["relevance"]))
+    relevance = build_relevance(dict(ttp["history"]["relevance"]), ttp_device(ttp))
     select_histories(
         examples,
         corpus,

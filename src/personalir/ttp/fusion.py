@@ -48,6 +48,7 @@ from personalir.ttp.baselines import (
     _st_encoder,
 )
 from personalir.ttp.data import ItemCorpus, item_fields, read_examples
+from personalir.ttp.device import ttp_device
 from personalir.ttp.evaluate import exact_search
 
 KINDS = ("uia", "maps")
@@ -320,7 +321,9 @@ def fit_fusion(
     settings = FusionSettings.from_config(ttp)
     sel = SelectionSettings.from_config(ttp)
     fields, max_features = item_fields(ttp), int(ttp["items"]["max_features"])
-    encoder = _st_encoder(dense_model)
+    # The bi-encoder on ``ttp.device``; the fusion module (a few small matrices over its
+    # embeddings) trains on the CPU whatever the device.
+    encoder = _st_encoder(dense_model, ttp_device(ttp))
     loaded = [
         (read_examples(e), ItemCorpus.read(i))
         for e, i in zip(examples_paths, items_paths, strict=True)
@@ -380,7 +383,7 @@ class _FusionRetriever(PersonalRetriever):
     def rank(self, examples):
         dense = self.ctx.models["dense"]
         module, meta = load_fusion(self.ctx.models[self.name], dense)
-        enc = _st_encoder(dense)
+        enc = _st_encoder(dense, self.ctx.device)
         items = _st_encode(enc, self.ctx.item_texts())
         q = _st_encode(enc, [ex.query for ex in examples])
         hist = [

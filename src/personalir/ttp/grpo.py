@@ -264,10 +264,13 @@ def contrastive_loss(
     i_emb = encoder.pool(encoder.hidden(i_ids, i_mask, i_prefix), i_ids)
     sims = q_emb @ i_emb.T / temperature
     targets = [r["target"] for r in rows]
-    same = torch.tensor([[a == b for b in targets] for a in targets], dtype=torch.bool)
-    eye = torch.eye(len(rows), dtype=torch.bool)
+    device = sims.device
+    same = torch.tensor(
+        [[a == b for b in targets] for a in targets], dtype=torch.bool, device=device
+    )
+    eye = torch.eye(len(rows), dtype=torch.bool, device=device)
     sims = sims.masked_fill(same & ~eye, float("-inf"))
-    return F.cross_entropy(sims, torch.arange(len(rows)))
+    return F.cross_entropy(sims, torch.arange(len(rows), device=device))
 
 
 def grouped_completion_logps(

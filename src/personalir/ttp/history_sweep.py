@@ -87,6 +87,7 @@ def build_point_examples(
     tested on the same searches), each with its top-``history.n`` history again.
     ``relevance``: the relevance model (default: the one ``ttp.history.relevance`` names)."""
     from personalir.ttp.data import ItemCorpus
+    from personalir.ttp.device import ttp_device
     from personalir.ttp.examples import cap_examples
     from personalir.ttp.history import select_histories
     from personalir.ttp.relevance import build_relevance
@@ -96,7 +97,7 @@ def build_point_examples(
     kept = cap_examples(examples, {**ttp["split"], "max_test_per_label": {}})
     removed = Counter(e.split for e in examples) - Counter(e.split for e in kept)
     if relevance is None:
-        relevance = build_relevance(dict(ttp["history"]["relevance"]))
+        relevance = build_relevance(dict(ttp["history"]["relevance"]), ttp_device(ttp))
     n = int(ttp["history"]["n"])
     select_histories(
         kept, corpus, relevance, n, item_fields(ttp), int(ttp["items"]["max_features"])

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from personalir.ttp.device import to_device
 from personalir.ttp.prompts import (
     THINK_CLOSE,
     THINK_OPEN,
@@ -192,8 +193,9 @@ def save_backbone(model, tokenizer, info: BackboneInfo, out_dir: str | Path) -> 
     write_json(out_dir / BACKBONE_INFO, asdict(info))
 
 
-def load_backbone(path: str | Path, dtype: str = "float32"):
-    """A prepared backbone folder -> (model, tokenizer, info)."""
+def load_backbone(path: str | Path, dtype: str = "float32", device: str = "cpu"):
+    """A prepared backbone folder -> (model, tokenizer, info), the model on ``device``
+    (loaded on the CPU, then moved; ``ttp.device``)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = Path(path)
@@ -207,7 +209,7 @@ def load_backbone(path: str | Path, dtype: str = "float32"):
     if len(names) != 3 or names[:2] != [THINK_OPEN, THINK_CLOSE]:
         raise ValueError(f"{path / BACKBONE_INFO}: special tokens {names} are not TTP's")
     use_embedding_token(names[2])  # the token this backbone was prepared with
-    return model, tokenizer, info
+    return to_device(model, device), tokenizer, info
 
 
 def attach_lora(model, tokenizer, lora: LoraSettings, *, seed: int):
@@ -235,10 +237,12 @@ def attach_lora(model, tokenizer, lora: LoraSettings, *, seed: int):
     return get_peft_model(model, config)
 
 
-def load_adapter(model, adapter_dir: str | Path):
+def load_adapter(model, adapter_dir: str | Path, device: str = "cpu"):
+    """``model`` with the saved adapter, moved to ``device`` (load both on the CPU and move
+    once: the adapter's tensors then follow the model wherever it goes)."""
     from peft import PeftModel
 
-    return PeftModel.from_pretrained(model, str(adapter_dir))
+    return to_device(PeftModel.from_pretrained(model, str(adapter_dir)), device)
 
 
 def shared_prefix_length(seqs: Sequence[Sequence[int]], keep: Sequence[int] | None = None) -> int:
@@ -295,6 +299,11 @@ class TTPEncoder:
     def lm_head(self):
         return self.causal_lm.get_output_embeddings()
 
+    @property
+    def device(self):
+        """The model's device: every tensor the encoder feeds it is created there."""
+        return next(self.model.parameters()).device
+
     # -- token ids -------------------------------------------------------------------------
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -318,15 +327,21 @@ class TTPEncoder:
         return self._ids(item_text)[: self.max_item_tokens - 1] + [self.emb_id]
 
     def pad_left(self, seqs: Sequence[Sequence[int]]):
+        """(input ids, attention mask) of left-padded rows on the model's device (built on
+        the CPU, moved once)."""
         import torch
 
         width = max(len(x) for x in seqs)
-        input_ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        cpu = torch.device("cpu")
+        input_ids = torch.full(
+            (len(seqs), width), self.tokenizer.pad_token_id, dtype=torch.long, device=cpu
+        )
+        mask = torch.zeros((len(seqs), width), dtype=torch.long, device=cpu)
         for i, x in enumerate(seqs):
-            input_ids[i, width - len(x) :] = torch.tensor(list(x), dtype=torch.long)
+            input_ids[i, width - len(x) :] = torch.tensor(list(x), dtype=torch.long, device=cpu)
             mask[i, width - len(x) :] = 1
-        return input_ids, mask
+        device = self.device
+        return input_ids.to(device), mask.to(device)
 
     def split_prefix(
         self, seqs: Sequence[Sequence[int]], keep: Sequence[int] | None = None
@@ -346,7 +361,7 @@ class TTPEncoder:
         out = module(
             input_ids=prefix_ids,
             attention_mask=torch.ones_like(prefix_ids),
-            position_ids=torch.arange(prefix_ids.shape[1])[None],
+            position_ids=torch.arange(prefix_ids.shape[1], device=prefix_ids.device)[None],
             use_cache=True,
             **kw,
         )
@@ -359,13 +374,8 @@ class TTPEncoder:
         import torch
 
         position_ids = prefix_len + (attention_mask.cumsum(-1) - 1).clamp(min=0)
-        full = torch.cat(
-            [
-                torch.ones((attention_mask.shape[0], prefix_len), dtype=attention_mask.dtype),
-                attention_mask,
-            ],
-            dim=1,
-        )
+        ones = attention_mask.new_ones((attention_mask.shape[0], prefix_len))  # same device
+        full = torch.cat([ones, attention_mask], dim=1)
         return full, position_ids
 
     def hidden(self, input_ids, attention_mask, prefix_ids=None):
@@ -398,7 +408,8 @@ class TTPEncoder:
 
         prefix, rest = self.split_prefix(seqs, keep)
         ids, mask = self.pad_left(rest)
-        return ids, mask, (torch.tensor([prefix], dtype=torch.long) if prefix else None)
+        pre = torch.tensor([prefix], dtype=torch.long, device=ids.device) if prefix else None
+        return ids, mask, pre
 
     def emb_positions(self, input_ids):
         import torch
@@ -414,7 +425,7 @@ class TTPEncoder:
         import torch
 
         pos = self.emb_positions(input_ids)
-        vec = hidden[torch.arange(hidden.shape[0]), pos]
+        vec = hidden[torch.arange(hidden.shape[0], device=hidden.device), pos]
         return torch.nn.functional.normalize(vec.float(), dim=-1)
 
     # -- inference -------------------------------------------------------------------------
@@ -426,7 +437,7 @@ class TTPEncoder:
         with torch.no_grad():
             for start in range(0, len(seqs), self.batch_size):
                 ids, mask, prefix = self.batch_tensors(seqs[start : start + self.batch_size])
-                out.append(self.pool(self.hidden(ids, mask, prefix), ids).numpy())
+                out.append(self.pool(self.hidden(ids, mask, prefix), ids).cpu().numpy())
         dim = int(self.causal_lm.config.hidden_size)
         return np.concatenate(out) if out else np.zeros((0, dim), np.float32)
 
@@ -481,7 +492,7 @@ class TTPEncoder:
                 past, last_pos = out.past_key_values, pos[:, -1]
                 generated = [[] for _ in range(n)]
                 nxt = self.grammar_next(out.logits[:, -1], generated)
-                vecs = torch.zeros(n, lm.config.hidden_size)
+                vecs = torch.zeros(n, lm.config.hidden_size, device=ids.device)
                 done = [False] * n
                 forced = [[] for _ in range(n)]
                 well = [True] * n
@@ -503,7 +514,7 @@ class TTPEncoder:
                             forced[r] = seq[1:]
                         if not done[r]:
                             generated[r].append(int(nxt[r]))
-                    live = torch.tensor([0 if d else 1 for d in done], dtype=mask.dtype)
+                    live = mask.new_tensor([0 if d else 1 for d in done])  # mask's device
                     mask = torch.cat([mask, live[:, None]], dim=1)
                     last_pos = last_pos + live
                     out = self.model(
@@ -524,7 +535,7 @@ class TTPEncoder:
                     if all(done):
                         break
                     nxt = self.grammar_next(out.logits[:, -1], generated)
-                embs.append(torch.nn.functional.normalize(vecs.float(), dim=-1).numpy())
+                embs.append(torch.nn.functional.normalize(vecs.float(), dim=-1).cpu().numpy())
                 self.last_generated_ids += generated
                 texts += [
                     THINK_OPEN + self.tokenizer.decode(g, skip_special_tokens=False)

@@ -127,6 +127,7 @@ def build_set(
     from personalir.common.io import write_json
     from personalir.queries.benchmark_format import read_benchmark
     from personalir.ttp.data import item_fields, pqb_examples, read_examples, write_examples
+    from personalir.ttp.device import ttp_device
     from personalir.ttp.history import select_histories
     from personalir.ttp.relevance import build_relevance
 
@@ -143,7 +144,7 @@ def build_set(
         raise ValueError(f"{benchmark}: no complete query pair to evaluate in {domain}")
     n_history = int(ttp["history"]["n"])
     if mode == "history":
-        relevance = build_relevance(dict(ttp["history"]["relevance"]))
+        relevance = build_relevance(dict(ttp["history"]["relevance"]), ttp_device(ttp))
         select_histories(
             examples,
             items,

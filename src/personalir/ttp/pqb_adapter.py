@@ -60,9 +60,14 @@ class PQBPersonalRetriever(_retrieval_base()):
         if extra:
             raise ValueError(f"corpus documents without product data: {extra[:3]}")
         fields = tuple(p["item_fields"])
+        device = self.settings.torch_device()  # the retrieval stage's (retrieval.device)
         if PERSONAL_RETRIEVERS.get(p["method"]).uses_history:
             select_histories(
-                examples, items, build_relevance(dict(p["relevance"])), int(p["n_history"]), fields
+                examples,
+                items,
+                build_relevance(dict(p["relevance"]), device),
+                int(p["n_history"]),
+                fields,
             )
         else:
             for ex in examples:
@@ -80,6 +85,7 @@ class PQBPersonalRetriever(_retrieval_base()):
             models=dict(p["models"]),
             rewrites=rewrites,
             model_cache=self.settings.model_cache,
+            device=device,
         )
         self.corpus = corpus
 

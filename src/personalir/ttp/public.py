@@ -50,6 +50,7 @@ def build_public_set(
 ) -> dict:
     """One public set's test examples (the first ``max_test`` by example id; None: all),
     labelled with the set's name, with selected histories, and its items."""
+    from personalir.ttp.device import ttp_device
     from personalir.ttp.history import select_histories
     from personalir.ttp.relevance import build_relevance
 
@@ -67,7 +68,7 @@ def build_public_set(
         raise ValueError(f"{data_dir}: no test searches in this {fmt} set")
     kept = test if max_test is None else test[: int(max_test)]
     kept = [replace(ex, label=name, domain=name) for ex in kept]
-    relevance = build_relevance(dict(ttp["history"]["relevance"]))
+    relevance = build_relevance(dict(ttp["history"]["relevance"]), ttp_device(ttp))
     t1 = time.perf_counter()
     select_histories(
         kept,

@@ -40,6 +40,7 @@ class DenseRelevance(RelevanceModel):
         batch_size: int = 64,
         allow_download: bool = False,
         max_length: int | None = None,
+        device: str = "cpu",
     ):
         from sentence_transformers import SentenceTransformer
 
@@ -47,7 +48,7 @@ class DenseRelevance(RelevanceModel):
 
         ref = resolve_model(model, allow_download=allow_download)
         self.name = f"dense:{model}"
-        self.encoder = SentenceTransformer(ref.path, device="cpu")
+        self.encoder = SentenceTransformer(ref.path, device=device)
         if max_length:
             self.encoder.max_seq_length = int(max_length)
         self.batch_size = batch_size
@@ -88,6 +89,7 @@ class RerankerRelevance(RelevanceModel):
         allow_download: bool = False,
         max_length: int = 512,
         use_fp16: bool = False,
+        device: str = "cpu",
     ):
         from FlagEmbedding import FlagReranker
 
@@ -100,7 +102,7 @@ class RerankerRelevance(RelevanceModel):
             use_fp16=use_fp16,
             batch_size=batch_size,
             max_length=max_length,
-            devices=["cpu"],
+            devices=[device],
         )
 
     def score(self, queries: Sequence[str], texts: Sequence[str]) -> np.ndarray:
@@ -114,7 +116,10 @@ class RerankerRelevance(RelevanceModel):
         return np.atleast_1d(np.asarray(scores, dtype=np.float64))
 
 
-def build_relevance(section: dict) -> RelevanceModel:
-    """From the config section ``{type, model, batch_size, ...}``."""
+def build_relevance(section: dict, device: str = "cpu") -> RelevanceModel:
+    """From the config section ``{type, model, batch_size, ...}``, on ``device`` (a resolved
+    ``ttp.device``; passed only when not the CPU, every model's default)."""
     kwargs = {k: v for k, v in section.items() if k != "type" and v is not None}
+    if device != "cpu":
+        kwargs["device"] = device
     return RELEVANCE_MODELS.get(section["type"])(**kwargs)

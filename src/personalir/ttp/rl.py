@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from personalir.ttp.device import use_cuda_index
 from personalir.ttp.grpo import (
     FROZEN_ADAPTER,
     GRPOSettings,
@@ -61,9 +62,11 @@ def _load_adapter_state(model, state, adapter: str, source) -> None:
         )
 
 
-def load_policy(backbone: str, sft_adapter: str, dtype: str = "float32"):
+def load_policy(backbone: str, sft_adapter: str, dtype: str = "float32", device: str = "cpu"):
     """(peft model, tokenizer, backbone info): the SFT adapter as the trainable ``default``
-    adapter and again, frozen, as :data:`FROZEN_ADAPTER` (the reward's scorer).
+    adapter and again, frozen, as :data:`FROZEN_ADAPTER` (the reward's scorer), both on
+    ``device`` (built on the CPU, then moved: the frozen scorer is the same model under
+    another adapter, so it is always where the policy is).
 
     TRL computes log-probabilities from the output layer's ``weight`` directly, so peft's
     trainable-token rows on the output layer would be ignored there. The SFT adapter's
@@ -73,6 +76,7 @@ def load_policy(backbone: str, sft_adapter: str, dtype: str = "float32"):
     loads like the SFT one."""
     from peft import get_peft_model
 
+    from personalir.ttp.device import to_device
     from personalir.ttp.model import load_backbone
 
     model, tok, info = load_backbone(backbone, dtype)
@@ -89,7 +93,7 @@ def load_policy(backbone: str, sft_adapter: str, dtype: str = "float32"):
     for name, p in model.named_parameters():
         if f".{FROZEN_ADAPTER}" in name:
             p.requires_grad_(False)
-    return model, tok, info
+    return to_device(model, device), tok, info
 
 
 def save_rl_adapter(model, sft_adapter, out_dir) -> Path:
@@ -189,9 +193,18 @@ def build_dataset(records: Sequence[dict], prompts: Mapping[str, str]):
     )
 
 
-def grpo_config(settings: GRPOSettings, out_dir: str, *, seed: int, steps: int):
+def grpo_config(
+    settings: GRPOSettings, out_dir: str, *, seed: int, steps: int, device: str = "cpu"
+):
+    """TRL's configuration of a run. ``device``: where the policy is (``ttp.device``);
+    transformers puts the model on a visible GPU unless told ``use_cpu``, which is set only
+    when a GPU is visible and the policy is on the CPU (on a machine without one the
+    configuration is the same as it always was)."""
     from trl import GRPOConfig
 
+    extra = {}
+    if torch.device(device).type == "cpu" and torch.cuda.is_available():
+        extra["use_cpu"] = True
     return GRPOConfig(
         output_dir=out_dir,
         per_device_train_batch_size=settings.prompts_per_step * settings.group_size,
@@ -223,6 +236,7 @@ def grpo_config(settings: GRPOSettings, out_dir: str, *, seed: int, steps: int):
         # TRL turns checkpointing on by default; the sample's model is small enough without.
         gradient_checkpointing=settings.gradient_checkpointing,
         log_completions=False,
+        **extra,
     )
 
 
@@ -335,11 +349,13 @@ def train_grpo(
     )
     rewards = TTPRewards(tokenizer, scorer, settings.reward)
     steps = total_steps(len(dataset), settings)
+    device = encoder.device  # the policy's (and its frozen scorer's) device
+    use_cuda_index(device)
     trainer_cls = _grpo_trainer_class()
     trainer = trainer_cls(
         model=model,
         reward_funcs=rewards.functions(),
-        args=grpo_config(settings, out_dir, seed=seed, steps=steps),
+        args=grpo_config(settings, out_dir, seed=seed, steps=steps, device=str(device)),
         train_dataset=dataset,
         processing_class=tokenizer,
         ttp_rewards=rewards,

@@ -29,8 +29,10 @@ def method_context(
     model_cache: str | None = None,
     encoding_cache: str | None = None,
 ):
-    """What a method's retriever is built with (a ``baselines.RetrievalContext``)."""
+    """What a method's retriever is built with (a ``baselines.RetrievalContext``), its models
+    on ``ttp.device``."""
     from personalir.ttp.baselines import RetrievalContext
+    from personalir.ttp.device import ttp_device
 
     return RetrievalContext(
         corpus=corpus,
@@ -43,6 +45,7 @@ def method_context(
         rewrites=dict(rewrites or {}),
         model_cache=model_cache or None,
         encoding_cache=encoding_cache or None,
+        device=ttp_device(ttp),
     )
 
 

@@ -135,9 +135,12 @@ class RewriteScorer(ValidationScorer):
     rewrite), which ranks the same pool as :class:`ValidationScorer`. The rewriter's own
     ``<embed>`` state is never used: only its text reaches the second stage."""
 
-    def __init__(self, sets, settings, sft_settings, *, seed: int, dense_model: str):
+    def __init__(
+        self, sets, settings, sft_settings, *, seed: int, dense_model: str, device: str = "cpu"
+    ):
         super().__init__(sets, settings, sft_settings, seed=seed)
         self.dense_model = dense_model
+        self.device = device
         self._model = None
         self._items: dict[tuple[str, ...], np.ndarray] = {}  # the bi-encoder is fixed
 
@@ -147,7 +150,9 @@ class RewriteScorer(ValidationScorer):
 
             from personalir.common.models import resolve_model
 
-            self._model = SentenceTransformer(resolve_model(self.dense_model).path, device="cpu")
+            self._model = SentenceTransformer(
+                resolve_model(self.dense_model).path, device=self.device
+            )
         return self._model
 
     def encode_items(self, encoder, texts):

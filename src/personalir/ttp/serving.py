@@ -412,6 +412,7 @@ def build_store(
     import torch
 
     from personalir.ttp.data import ItemCorpus, item_fields, read_examples
+    from personalir.ttp.device import ttp_device
     from personalir.ttp.history import select_histories
     from personalir.ttp.prompts import parse_generated
     from personalir.ttp.relevance import build_relevance
@@ -432,7 +433,7 @@ def build_store(
     select_histories(
         plan,
         corpus,
-        build_relevance(dict(ttp["history"]["relevance"])),
+        build_relevance(dict(ttp["history"]["relevance"]), ttp_device(ttp)),
         int(ttp["history"]["n"]),
         item_fields(ttp),
         int(ttp["items"]["max_features"]),

@@ -37,6 +37,7 @@ from personalir.common.causal_lm import stable_adapter_config
 from personalir.common.io import split_volatile, write_json
 from personalir.common.seeding import derive_seed
 from personalir.ttp.data import Example, ItemCorpus, item_fields
+from personalir.ttp.device import use_cuda_index
 from personalir.ttp.model import TTPEncoder
 from personalir.ttp.prompts import query_prompt, target_text, truncate_to_tokens
 
@@ -162,33 +163,42 @@ class TTPLossModule(torch.nn.Module):
         for r, n in enumerate(n_target.tolist()):
             rows += [r] * n
             cols += list(range(width - n - 1, width - 1))
-        rows_t, cols_t = torch.tensor(rows), torch.tensor(cols)
+        device = q_ids.device
+        rows_t = torch.tensor(rows, device=device)
+        cols_t = torch.tensor(cols, device=device)
         logits = enc.lm_head(h_q[rows_t, cols_t])
         token_loss = F.cross_entropy(logits.float(), q_ids[rows_t, cols_t + 1])
         if not self.settings.contrastive_weight:
             # Token loss only (Decoupled-Stage's rewriter): the items are never encoded.
-            return self.settings.token_weight * token_loss, token_loss.detach(), torch.zeros(())
+            return (
+                self.settings.token_weight * token_loss,
+                token_loss.detach(),
+                torch.zeros((), device=device),
+            )
         q_emb = enc.pool(h_q, q_ids)
         i_emb = enc.pool(enc.hidden(i_ids, i_mask, i_prefix), i_ids)
         sims = q_emb @ i_emb.T / self.settings.temperature
-        eye = torch.eye(sims.shape[0], dtype=torch.bool)
+        eye = torch.eye(sims.shape[0], dtype=torch.bool, device=sims.device)
         sims = sims.masked_fill(same_item & ~eye, float("-inf"))
-        nce = F.cross_entropy(sims, torch.arange(sims.shape[0]))
+        nce = F.cross_entropy(sims, torch.arange(sims.shape[0], device=sims.device))
         total = self.settings.token_weight * token_loss + self.settings.contrastive_weight * nce
         return total, token_loss.detach(), nce.detach()
 
 
 def collate(rows: Sequence[TrainingRow], encoder: TTPEncoder):
-    """Padded query and item rows; a prefix the batch's rows share is split off (computed once,
-    see :mod:`personalir.ttp.model`), never reaching into a row's target or the prompt token
-    that predicts its first target token."""
+    """Padded query and item rows on the encoder's (the model's) device; a prefix the batch's
+    rows share is split off (computed once, see :mod:`personalir.ttp.model`), never reaching
+    into a row's target or the prompt token that predicts its first target token."""
     q_ids, q_mask, q_prefix = encoder.batch_tensors(
         [r.query_ids for r in rows], keep=[r.n_target + 1 for r in rows]
     )
     i_ids, i_mask, i_prefix = encoder.batch_tensors([r.item_ids for r in rows])
-    n_target = torch.tensor([r.n_target for r in rows])
+    device = encoder.device
+    n_target = torch.tensor([r.n_target for r in rows], device=device)
     targets = [r.target_item for r in rows]
-    same = torch.tensor([[a == b for b in targets] for a in targets], dtype=torch.bool)
+    same = torch.tensor(
+        [[a == b for b in targets] for a in targets], dtype=torch.bool, device=device
+    )
     return q_ids, q_mask, n_target, i_ids, i_mask, same, q_prefix, i_prefix
 
 
@@ -269,7 +279,11 @@ def save_checkpoint(
             moments[f"{n}::exp_avg_sq"] = st["exp_avg_sq"].contiguous()
             steps[n] = float(st["step"])
     save_file(moments, tmp / "optimizer.safetensors")
-    save_file({"cpu": torch.get_rng_state()}, tmp / "rng.safetensors")
+    rng = {"cpu": torch.get_rng_state()}
+    device = next(iter(params.values())).device if params else torch.device("cpu")
+    if device.type == "cuda":  # LoRA dropout on a GPU draws from its generator
+        rng["cuda"] = torch.cuda.get_rng_state(device)
+    save_file(rng, tmp / "rng.safetensors")
     state, _ = split_volatile(
         {"step": step, "run_key": key, "adam_steps": steps, "history": history}
     )  # step times are in the log
@@ -373,10 +387,15 @@ def load_checkpoint(path: Path, model, optimizer) -> tuple[int, list[dict]]:
         if n in state["adam_steps"]:
             optimizer.state[p] = {
                 "step": torch.tensor(state["adam_steps"][n]),
-                "exp_avg": moments[f"{n}::exp_avg"].clone(),
-                "exp_avg_sq": moments[f"{n}::exp_avg_sq"].clone(),
+                "exp_avg": moments[f"{n}::exp_avg"].to(p.device).clone(),
+                "exp_avg_sq": moments[f"{n}::exp_avg_sq"].to(p.device).clone(),
             }
-    torch.set_rng_state(load_file(path / "rng.safetensors")["cpu"])
+    rng = load_file(path / "rng.safetensors")
+    torch.set_rng_state(rng["cpu"])
+    if "cuda" in rng and params:
+        device = next(iter(params.values())).device
+        if device.type == "cuda":
+            torch.cuda.set_rng_state(rng["cuda"], device)
     return int(state["step"]), list(state["history"])
 
 
@@ -414,7 +433,11 @@ def train(
     steps = total_steps(len(rows), settings)
     per_epoch = max(1, math.ceil(len(rows) / settings.batch_size))
     warmup = int(round(settings.warmup_ratio * steps))
-    accelerator = Accelerator(cpu=not torch.cuda.is_available())
+    # The model is already where ``ttp.device`` puts it (the caller moved it); accelerate
+    # keeps it there: on the CPU whenever the model is, a visible GPU notwithstanding.
+    model_device = encoder.device
+    use_cuda_index(model_device)
+    accelerator = Accelerator(cpu=model_device.type == "cpu" or not torch.cuda.is_available())
     module, optimizer = accelerator.prepare(module, optimizer)
     start, history = 0, []
     key = run_key(_trainable(peft_model), rows, settings, seed)

@@ -64,6 +64,7 @@ def train_student(
 
     from personalir.ttp.decoupled import read_rewrites
     from personalir.ttp.dense_ft import DenseFTSettings, fine_tune, validation_pool
+    from personalir.ttp.device import ttp_device
     from personalir.ttp.selection import SelectionSettings
 
     terms = variant_terms(variant)
@@ -117,6 +118,7 @@ def train_student(
         measure=selection.measure,
         rewrites=views,
         terms=terms,
+        device=ttp_device(ttp),
         log=log,
     )
     report.update(

@@ -45,6 +45,7 @@ from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed
 from personalir.common.urls import check_key_transport
 from personalir.ttp.data import Example, Item, ItemCorpus, item_fields, read_examples
+from personalir.ttp.device import ttp_device
 from personalir.ttp.relevance import RelevanceModel, build_relevance
 
 TEACHER_SYSTEM = "You are a shopping search assistant who personalises product searches."
@@ -252,13 +253,15 @@ class HFLocalTeacher(Teacher):
         seed: int = 0,
         allow_download: bool = False,
         item_fields: Sequence[str] = ("title", "main_category"),
+        device: str = "cpu",
         **_: object,
     ):
         from personalir.common.causal_lm import load_causal_lm
         from personalir.common.models import resolve_model
 
         ref = resolve_model(model, allow_download=allow_download)
-        self.model, self.tokenizer = load_causal_lm(ref)
+        self.model, self.tokenizer = load_causal_lm(ref, device=device)
+        self.device = device
         self.tokenizer.padding_side = "left"
         self.name = f"hf_local:{model}"
         self.temperature, self.top_p = temperature, top_p
@@ -283,6 +286,8 @@ class HFLocalTeacher(Teacher):
             enc = self.tokenizer(
                 prompts, return_tensors="pt", padding=True, add_special_tokens=False
             )
+            if self.device != "cpu":
+                enc = enc.to(self.model.device)
             with torch.no_grad():
                 gen = self.model.generate(
                     **enc,
@@ -302,11 +307,14 @@ class HFLocalTeacher(Teacher):
         return out
 
 
-def build_teacher(section: dict, seed: int) -> Teacher:
+def build_teacher(section: dict, seed: int, device: str = "cpu") -> Teacher:
+    """The teacher of the config section; a local model (``hf_local``) on ``device``."""
     kind = section["type"]
     kwargs = {k: v for k, v in section.items() if k != "type" and v is not None}
     if kind == "hf_local":
         kwargs.setdefault("seed", seed)
+        if device != "cpu":
+            kwargs["device"] = device
     return TEACHERS.get(kind)(**kwargs)
 
 
@@ -433,10 +441,10 @@ def run_teacher(
     train = [e for e in read_examples(examples_path) if e.split == "train"]
     tcfg = dict(ttp["teacher"])
     settings = {k: tcfg.pop(k) for k in ("k", "top", "neutral_share")}
-    teacher = build_teacher({**tcfg, "item_fields": list(item_fields(ttp))}, seed)
+    teacher = build_teacher({**tcfg, "item_fields": list(item_fields(ttp))}, seed, ttp_device(ttp))
     candidates = teacher.candidates(requests_for(train, corpus), int(settings["k"]))
     t1 = time.perf_counter()
-    relevance = build_relevance(dict(ttp["history"]["relevance"]))
+    relevance = build_relevance(dict(ttp["history"]["relevance"]), ttp_device(ttp))
     records, report = select_targets(
         train,
         candidates,

@@ -68,8 +68,15 @@ def validation_scorer(
     ]
     settings = SelectionSettings.from_config(ttp)
     if rewriter:
+        from personalir.ttp.device import ttp_device
+
         return RewriteScorer(
-            sets, settings, sft_settings, seed=seed, dense_model=ttp["dense"]["model"]
+            sets,
+            settings,
+            sft_settings,
+            seed=seed,
+            dense_model=ttp["dense"]["model"],
+            device=ttp_device(ttp),
         )
     if embedder:
         return EmbedderScorer(sets, settings, sft_settings, seed=seed)
@@ -145,6 +152,7 @@ def run_sft(
         raise ValueError("train either the rewriter or the embedder, not both")
     import torch
 
+    from personalir.ttp.device import to_device, ttp_device
     from personalir.ttp.model import LoraSettings, attach_lora, load_backbone
     from personalir.ttp.sft import (
         build_rows,
@@ -155,6 +163,7 @@ def run_sft(
         ttp_encoder,
     )
 
+    device = ttp_device(ttp)
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
     corpus = merge_corpora(items_paths)
@@ -170,6 +179,8 @@ def run_sft(
     if ttp["sft"].get("seed") is not None:
         seed = int(ttp["sft"]["seed"])
     peft_model = attach_lora(model, tok, LoraSettings.from_config(ttp["lora"]), seed=seed)
+    # LoRA is initialised on the CPU (the same weights whatever the device), then moved.
+    peft_model = to_device(peft_model, device)
     overrides = {}
     if rewriter:
         overrides = {"token_weight": 1.0, "contrastive_weight": 0.0}  # nosec B105  # weights
@@ -254,8 +265,10 @@ def run_grpo(
     import torch
 
     from personalir.ttp import grpo, rl
+    from personalir.ttp.device import ttp_device
     from personalir.ttp.sft import load_trainable, ttp_encoder
 
+    device = ttp_device(ttp)
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
     section = grpo.variant_settings(ttp["rl"], variant)
@@ -266,7 +279,9 @@ def run_grpo(
     for p in sft_paths:
         with open(p, encoding="utf-8") as fh:
             records += [json.loads(line) for line in fh]
-    model, tok, info = rl.load_policy(str(backbone), str(sft_adapter), ttp["backbone"]["dtype"])
+    model, tok, info = rl.load_policy(
+        str(backbone), str(sft_adapter), ttp["backbone"]["dtype"], device=device
+    )
     chosen, sft, prompts, item_texts = rl.rl_inputs(records, corpus, tok, ttp, settings.data_share)
     encoder = ttp_encoder(model, tok, sft, ttp)
     out_dir = Path(out_dir)

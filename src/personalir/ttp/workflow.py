@@ -274,11 +274,24 @@ def rewrites_option(inputs: Mapping) -> str:
 
 
 def run_params(config: Mapping, method: str, extra: tuple[str, ...] = ()) -> str:
-    """The ``ttp`` sections a method's job reads: items, depth, its ``config_keys`` and
-    ``extra`` (the Relevance job adds ``evaluation`` for its bootstrap)."""
+    """The ``ttp`` sections a method's job reads: items, depth, ``device`` (where its models
+    run), its ``config_keys`` and ``extra`` (the Relevance job adds ``evaluation`` for its
+    bootstrap)."""
     ttp = config["ttp"]
-    keys = ("items", "depth", *method_class(method).config_keys, *extra)
+    keys = ("items", "depth", "device", *method_class(method).config_keys, *extra)
     return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
+
+
+def ttp_gpu(config: Mapping, method: str | None = None) -> int:
+    """GPUs a TTP job that loads a model asks the scheduler for (its ``gpu`` resource): 1 when
+    ``ttp.device`` names CUDA (``cuda``, ``cuda:<n>``), else 0 (``auto`` uses a GPU only
+    where a job happens to have one). A method's run asks only when the method loads a model
+    (BM25 does not)."""
+    if not str(config["ttp"].get("device", "cpu")).startswith("cuda"):
+        return 0
+    if method is not None and not method_class(method).model_roles:
+        return 0
+    return 1
 
 
 def sft_threads(config: Mapping) -> int:
@@ -413,7 +426,7 @@ def history_params(config: Mapping, n, keys: tuple[str, ...]) -> str:
 
 def history_run_params(config: Mapping, n) -> str:
     """The TTP run's ``ttp`` sections (:func:`run_params`' keys for ``ttp``) at point ``n``."""
-    keys = ("items", "depth", *method_class("ttp").config_keys)
+    keys = ("items", "depth", "device", *method_class("ttp").config_keys)
     return history_params(config, n, keys)
 
 
