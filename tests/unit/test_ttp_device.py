@@ -42,6 +42,7 @@ from personalir.ttp.model import (
 from personalir.ttp.prompts import query_prompt
 from personalir.ttp.sft import SFTSettings, TTPLossModule, build_rows, collate
 from tests.fixtures.models import build_tiny_causal_lm
+from tests.unit.test_ttp_model import _encoder as _model_encoder
 from tests.unit.test_ttp_model import _world
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,12 +250,9 @@ def tiny(tmp_path_factory):
 
 
 def _encoder(tiny, device="cpu"):
-    model, tok, _ = load_backbone(tiny / "backbone")
-    peft_model = attach_lora(model, tok, LoraSettings(r=4, alpha=8, dropout=0.0), seed=0)
-    peft_model = peft_model.to(device)
-    return peft_model, TTPEncoder(
-        peft_model, tok, max_query_tokens=400, max_item_tokens=40, batch_size=3
-    )
+    """test_ttp_model's encoder (same LoRA, lengths and batch size), moved to ``device``."""
+    peft_model, enc = _model_encoder(tiny)
+    return peft_model.to(device), enc
 
 
 def _prompts(tok):
