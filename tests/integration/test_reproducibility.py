@@ -75,36 +75,41 @@ def test_manifest_verify_names_a_changed_file(cold_a, tmp_path):
 
 
 def test_kill9_at_several_points_then_resume_equals_uninterrupted(cold_a, tmp_path):
-    work = small_workflow(tmp_path / "killed")
+    # Each kill point starts from its own cold workspace, so its rule is sure to run: killed in
+    # one shared workspace, a kill that lands later than meant leaves the next points nothing
+    # to do, and on a fast machine only one of four landed.
     kill_points = [
         # Delays short enough that the job is still running on a fast machine too (a kill
-        # that comes after its job ended does not count; three of four must land).
-        ("rule sample_world:", 0.5),  # while the world is being generated
+        # that comes after Snakemake ended does not count; three of four must land).
+        ("rule sample_world:", 0.2),  # while the world is being generated
         ("rule ingest:", 0.2),  # while the job starts and writes Parquet
         ("rule user_sentences:", 0.1),
         ("rule provenance:", 0.0),
     ]
+    expected = manifest(cold_a)
     attempts = []
-    for pattern, delay in kill_points:
+    for n, (pattern, delay) in enumerate(kill_points):
+        work = small_workflow(tmp_path / f"killed-{n}")
         attempt = run_and_kill(work, DATA_TARGETS, pattern, delay)
         attempts.append(attempt)
-        # A resumed run that fails on its own is a bug, whether or not a kill landed.
+        assert attempt.seen, attempt.describe()
+        # A run that fails on its own is a bug, whether or not a kill landed.
         assert attempt.killed or attempt.returncode == 0, attempt.describe()
         # A crash leaves Snakemake's lock behind; resuming starts with --unlock.
         must(run(snakemake_cmd("--unlock", *CONFIG_ARGS, "--cores", "1"), work))
         # Whatever was half-written is a hidden temporary file, never the artifact itself.
         partial = manifest(work)
-        expected = manifest(cold_a)
         wrong = [p for p, digest in partial.items() if expected.get(p) != digest]
         assert not wrong, f"after killing at {pattern!r}: artifacts differ: {wrong}"
+        # The resumed run ends where the uninterrupted one did, with nothing left to do.
+        local_run(work, *DATA_TARGETS)
+        assert manifest(work) == expected, f"resumed after killing at {pattern!r}"
+        proc = local_run(work, "-n", *DATA_TARGETS)
+        assert "Nothing to be done" in proc.stdout + proc.stderr
     kills = sum(a.killed for a in attempts)
     assert kills >= 3, f"only {kills} of {len(kill_points)} kill points were hit:\n" + "\n".join(
         a.describe() for a in attempts
     )
-    local_run(work, *DATA_TARGETS)
-    assert manifest(work) == manifest(cold_a)
-    proc = local_run(work, "-n", *DATA_TARGETS)
-    assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
 @pytest.fixture
