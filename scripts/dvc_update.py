@@ -1,6 +1,6 @@
 """Record the sample workflow's artifacts in dvc.lock and push them (`make dvc-update`).
 
-    python scripts/dvc_update.py [--dry-run]
+    python scripts/dvc_update.py [--dry-run] [--forcerun OUTPUT ...]
 
 1. Regenerate dvc.yaml from the Snakemake DAG (scripts/dvc_from_snakemake.py).
 2. Ask DVC which stages no longer match dvc.lock: a changed command (rule, params, config),
@@ -10,6 +10,9 @@
    The recorded outputs' times are set in pipeline order first, so that nothing else reruns.
 3. Run the workflow, `dvc commit` every stage, push to the in-repo remote, drop objects no
    longer referenced, and set file times in pipeline order again (DVC rewrites files).
+
+`--forcerun` also rebuilds the named outputs (and everything downstream) although dvc.lock
+matches them: for a recorded output that a rerun of its unchanged command no longer reproduces.
 
 Commit dvc.yaml, dvc.lock and dvc-store/ afterwards.
 """
@@ -67,10 +70,22 @@ def prune_lock() -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--dry-run", action="store_true", help="only list what would be rebuilt")
+    ap.add_argument(
+        "--forcerun",
+        nargs="+",
+        default=[],
+        metavar="OUTPUT",
+        help="also rebuild these recorded outputs (and what depends on them)",
+    )
     args = ap.parse_args(argv)
     run(sys.executable, "scripts/dvc_from_snakemake.py")
     forced = stale_outputs() if (ROOT / "dvc.lock").exists() else []
     print(f"{len(forced)} outputs of stages that no longer match dvc.lock will be rebuilt")
+    missing = [out for out in args.forcerun if not (ROOT / out).exists()]
+    if missing:
+        print(f"--forcerun: no such output: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    forced += [out for out in args.forcerun if out not in forced]
     if (ROOT / "dvc.lock").exists():
         # Times in pipeline order first: after a checkout (or `fetch_artifacts.py`, which
         # leaves times alone when stages are stale) they are in checkout order, and Snakemake

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from personalir.ttp.device import use_cuda_index
+from personalir.ttp.device import to_device, use_cuda_index
 from personalir.ttp.grpo import (
     FROZEN_ADAPTER,
     GRPOSettings,
@@ -76,7 +76,6 @@ def load_policy(backbone: str, sft_adapter: str, dtype: str = "float32", device:
     loads like the SFT one."""
     from peft import get_peft_model
 
-    from personalir.ttp.device import to_device
     from personalir.ttp.model import load_backbone
 
     model, tok, info = load_backbone(backbone, dtype)

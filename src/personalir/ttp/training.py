@@ -18,6 +18,7 @@ import numpy as np
 from personalir.common.causal_lm import stable_adapter_config
 from personalir.common.io import read_json, write_json
 from personalir.ttp.data import merge_corpora
+from personalir.ttp.device import to_device, ttp_device
 
 
 def prepare(
@@ -68,8 +69,6 @@ def validation_scorer(
     ]
     settings = SelectionSettings.from_config(ttp)
     if rewriter:
-        from personalir.ttp.device import ttp_device
-
         return RewriteScorer(
             sets,
             settings,
@@ -152,7 +151,6 @@ def run_sft(
         raise ValueError("train either the rewriter or the embedder, not both")
     import torch
 
-    from personalir.ttp.device import to_device, ttp_device
     from personalir.ttp.model import LoraSettings, attach_lora, load_backbone
     from personalir.ttp.sft import (
         build_rows,
@@ -265,7 +263,6 @@ def run_grpo(
     import torch
 
     from personalir.ttp import grpo, rl
-    from personalir.ttp.device import ttp_device
     from personalir.ttp.sft import load_trainable, ttp_encoder
 
     device = ttp_device(ttp)

@@ -278,8 +278,14 @@ def run_params(config: Mapping, method: str, extra: tuple[str, ...] = ()) -> str
     run), its ``config_keys`` and ``extra`` (the Relevance job adds ``evaluation`` for its
     bootstrap)."""
     ttp = config["ttp"]
-    keys = ("items", "depth", "device", *method_class(method).config_keys, *extra)
-    return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
+    return json.dumps(
+        {k: ttp[k] for k in run_keys(method, extra)}, sort_keys=True, separators=(",", ":")
+    )
+
+
+def run_keys(method: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The ``ttp`` keys a method's run reads (:func:`run_params`, :func:`history_run_params`)."""
+    return ("items", "depth", "device", *method_class(method).config_keys, *extra)
 
 
 def ttp_gpu(config: Mapping, method: str | None = None) -> int:
@@ -426,8 +432,7 @@ def history_params(config: Mapping, n, keys: tuple[str, ...]) -> str:
 
 def history_run_params(config: Mapping, n) -> str:
     """The TTP run's ``ttp`` sections (:func:`run_params`' keys for ``ttp``) at point ``n``."""
-    keys = ("items", "depth", "device", *method_class("ttp").config_keys)
-    return history_params(config, n, keys)
+    return history_params(config, n, run_keys("ttp"))
 
 
 def history_run_models(config: Mapping, n) -> str:
