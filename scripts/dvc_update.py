@@ -78,13 +78,13 @@ def main(argv=None) -> int:
         help="also rebuild these recorded outputs (and what depends on them)",
     )
     args = ap.parse_args(argv)
-    run(sys.executable, "scripts/dvc_from_snakemake.py")
-    forced = stale_outputs() if (ROOT / "dvc.lock").exists() else []
-    print(f"{len(forced)} outputs of stages that no longer match dvc.lock will be rebuilt")
     missing = [out for out in args.forcerun if not (ROOT / out).exists()]
     if missing:
         print(f"--forcerun: no such output: {', '.join(missing)}", file=sys.stderr)
         return 2
+    run(sys.executable, "scripts/dvc_from_snakemake.py")
+    forced = stale_outputs() if (ROOT / "dvc.lock").exists() else []
+    print(f"{len(forced)} outputs of stages that no longer match dvc.lock will be rebuilt")
     forced += [out for out in args.forcerun if out not in forced]
     if (ROOT / "dvc.lock").exists():
         # Times in pipeline order first: after a checkout (or `fetch_artifacts.py`, which
