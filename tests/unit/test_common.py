@@ -113,6 +113,28 @@ def test_diff_fingerprints_reports_changes():
     ]
 
 
+def test_diff_fingerprints_lets_floats_differ_by_a_cpu_ulp_and_nothing_else():
+    # A score on another CPU: the sixth decimal moved (a float32 ulp of the raw score).
+    run = {"kind": "trec_run", "rows": 2, "records": {"0": ["q", "d1", 1, 0.983441, "t"]}}
+    ulp = {**run, "records": {"0": ["q", "d1", 1, 0.98344, "t"]}}
+    assert diff_fingerprints({"r": run}, {"r": ulp}) == []
+    moved = {**run, "records": {"0": ["q", "d1", 1, 0.9834, "t"]}}
+    assert diff_fingerprints({"r": run}, {"r": moved}) == [
+        "r: content differs at /records/0[3]: 0.983441 -> 0.9834"
+    ]
+    swapped = {**run, "records": {"0": ["q", "d2", 1, 0.983441, "t"]}}
+    assert diff_fingerprints({"r": run}, {"r": swapped}) == [
+        "r: content differs at /records/0[1]: 'd1' -> 'd2'"
+    ]
+    # Integers, booleans and hashes stay exact; a key that appears is a difference.
+    report = {"kind": "json", "content": {"n": 3, "ok": True, "share": 0.5}}
+    for changed in ({"n": 4}, {"ok": False}, {"extra": 1}):
+        act = {**report, "content": {**report["content"], **changed}}
+        assert diff_fingerprints({"j": report}, {"j": act}), changed
+    assert diff_fingerprints({"b": {"sha256": "a"}}, {"b": {"sha256": "b"}})
+    assert diff_fingerprints({"r": run}, {"r": ulp}, tol=0.0)
+
+
 def test_output_folder_from_the_files_a_rule_names(tmp_path):
     from personalir.common.cli import OutputLayoutError, output_folder, require_written
 

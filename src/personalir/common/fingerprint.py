@@ -249,20 +249,59 @@ def pinned_files(root: str | Path, patterns: list[str]) -> list[Path]:
     )
 
 
-def diff_fingerprints(expected: dict, actual: dict) -> list[str]:
-    """Human-readable differences (empty when equal)."""
+# Floats agree when they are this close. Fingerprints round floats to 6 decimals, and dense
+# scores computed on CPUs with other vector units (AVX2, AVX512) differ by a float32 ulp or a
+# few, which moves the sixth decimal of a score (README, "Provenance and integrity").
+FLOAT_TOLERANCE = 1e-5
+
+
+def first_difference(expected: Any, actual: Any, tol: float = FLOAT_TOLERANCE, at: str = ""):
+    """Where two fingerprints first differ, as ``(path, expected, actual)``, or None: the
+    same structure, equal strings, integers and booleans, floats within ``tol``."""
+    numbers = (int, float)
+    if (
+        isinstance(expected, numbers)
+        and isinstance(actual, numbers)
+        and not isinstance(expected, bool)
+        and not isinstance(actual, bool)
+        and (isinstance(expected, float) or isinstance(actual, float))
+    ):
+        return None if abs(expected - actual) <= tol else (at, expected, actual)
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for k in sorted(set(expected) | set(actual), key=str):
+            if k not in expected or k not in actual:
+                return (f"{at}/{k}", expected.get(k), actual.get(k))
+            found = first_difference(expected[k], actual[k], tol, f"{at}/{k}")
+            if found:
+                return found
+        return None
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            found = first_difference(e, a, tol, f"{at}[{i}]")
+            if found:
+                return found
+        return None
+    return None if expected == actual else (at, expected, actual)
+
+
+def diff_fingerprints(expected: dict, actual: dict, tol: float = FLOAT_TOLERANCE) -> list[str]:
+    """Human-readable differences (empty when equal; floats within ``tol``)."""
     problems = []
     for key in sorted(set(expected) | set(actual)):
         if key not in actual:
             problems.append(f"{key}: missing")
         elif key not in expected:
             problems.append(f"{key}: not in the expected fingerprints")
-        elif expected[key] != actual[key]:
+        else:
             e, a = expected[key], actual[key]
+            found = first_difference(e, a, tol)
+            if found is None:
+                continue
             if e.get("rows") != a.get("rows"):
                 problems.append(f"{key}: {a.get('rows')} records, expected {e.get('rows')}")
             else:
-                problems.append(f"{key}: content differs")
+                where, was, now = found
+                problems.append(f"{key}: content differs at {where or '/'}: {was!r} -> {now!r}")
     return problems
 
 
