@@ -255,17 +255,15 @@ def pinned_files(root: str | Path, patterns: list[str]) -> list[Path]:
 FLOAT_TOLERANCE = 1e-5
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def first_difference(expected: Any, actual: Any, tol: float = FLOAT_TOLERANCE, at: str = ""):
     """Where two fingerprints first differ, as ``(path, expected, actual)``, or None: the
     same structure, equal strings, integers and booleans, floats within ``tol``."""
-    numbers = (int, float)
-    if (
-        isinstance(expected, numbers)
-        and isinstance(actual, numbers)
-        and not isinstance(expected, bool)
-        and not isinstance(actual, bool)
-        and (isinstance(expected, float) or isinstance(actual, float))
-    ):
+    pair = (expected, actual)
+    if any(isinstance(x, float) for x in pair) and all(_is_number(x) for x in pair):
         return None if abs(expected - actual) <= tol else (at, expected, actual)
     if isinstance(expected, dict) and isinstance(actual, dict):
         for k in sorted(set(expected) | set(actual), key=str):
