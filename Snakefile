@@ -29,7 +29,7 @@ try:
 except ConfigError as exc:
     sys.exit(f"Configuration error: {exc}")
 
-from personalir.workflow_support import config_conflicts  # noqa: E402
+from personalir.workflow.support import config_conflicts  # noqa: E402
 
 # Stages that need a product catalogue stop the run here, before any job, when there is none.
 if _conflicts := config_conflicts(config):

@@ -86,9 +86,9 @@ def smollm2_teacher_quality(set_dir: Path, ttp: dict, seed: int, n: int) -> dict
     """SmolLM2-135M-Instruct prompted as the teacher on ``n`` training examples: the share of
     examples with a positive-gain candidate and the Recall@10 of its first candidate, beside
     the embedded rule-based teacher on the same examples."""
-    from personalir.ttp.data import ItemCorpus, read_examples
-    from personalir.ttp.relevance import build_relevance
-    from personalir.ttp.teacher import (
+    from personalir.ttp.inputs.data import ItemCorpus, read_examples
+    from personalir.ttp.inputs.relevance import build_relevance
+    from personalir.ttp.training.teacher import (
         HFLocalTeacher,
         HistoryAttributeTeacher,
         requests_for,
@@ -132,7 +132,7 @@ def smollm2_teacher_quality(set_dir: Path, ttp: dict, seed: int, n: int) -> dict
 def _backbone(folder: Path, ttp: dict, seed: int):
     """The workflow's prepared backbone, or (its weights being a temporary output, deleted
     after the run) the same preparation done here."""
-    from personalir.ttp.model import BackboneConfig, load_backbone, prepare_backbone
+    from personalir.ttp.model.backbone import BackboneConfig, load_backbone, prepare_backbone
 
     if (folder / "model.safetensors").exists():
         return load_backbone(folder, ttp["backbone"]["dtype"])
@@ -165,17 +165,11 @@ def main() -> int:
     import torch
     import yaml
 
-    from personalir.ttp.data import ItemCorpus, read_examples
-    from personalir.ttp.model import LoraSettings, TTPEncoder, attach_lora
-    from personalir.ttp.sft import (
-        SFTSettings,
-        TTPLossModule,
-        batch_order,
-        batch_tokens,
-        build_prompt,
-        build_rows,
-        collate,
-    )
+    from personalir.ttp.inputs.data import ItemCorpus, read_examples
+    from personalir.ttp.model.backbone import LoraSettings, attach_lora
+    from personalir.ttp.model.encoder import TTPEncoder
+    from personalir.ttp.training.sft import TTPLossModule, batch_order, batch_tokens, collate
+    from personalir.ttp.training.sft_data import SFTSettings, build_prompt, build_rows
 
     torch.set_num_threads(args.threads)
     config = validate_config(yaml.safe_load(Path(args.configfile).read_text()), load_schema())
@@ -226,7 +220,7 @@ def main() -> int:
     sft_s = time.perf_counter() - t0
 
     if args.adapter:
-        from personalir.ttp.model import load_adapter
+        from personalir.ttp.model.backbone import load_adapter
 
         base, _, _ = _backbone(res / "backbone", ttp, seed)
         enc = TTPEncoder(
@@ -246,7 +240,7 @@ def main() -> int:
     t = time.perf_counter()
     generated, _, well_formed = enc.generate_and_embed(prompts, ttp["inference"]["max_new_tokens"])
     t_gen = time.perf_counter() - t
-    from personalir.ttp.prompts import parse_generated
+    from personalir.ttp.model.prompts import parse_generated
 
     t = time.perf_counter()
     enc.encode_queries(prompts, [parse_generated(g)[0] for g in generated])

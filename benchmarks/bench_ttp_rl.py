@@ -39,9 +39,9 @@ def main() -> int:
 
     import torch
 
-    from personalir.ttp import grpo, rl
-    from personalir.ttp.data import merge_corpora
-    from personalir.ttp.sft import ttp_encoder
+    from personalir.ttp.inputs.data import merge_corpora
+    from personalir.ttp.training import grpo, rl
+    from personalir.ttp.training.sft_data import ttp_encoder
 
     torch.set_num_threads(args.threads)
     cfg = load_config(args.config)

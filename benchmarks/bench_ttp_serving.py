@@ -62,7 +62,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from personalir.common.config import REPO_ROOT, load_config  # noqa: E402
 from personalir.common.io import sha256_file, write_json  # noqa: E402
-from personalir.ttp.data import Example, HistoryEntry, Item, ItemCorpus  # noqa: E402
+from personalir.ttp.inputs.data import Example, HistoryEntry, Item, ItemCorpus  # noqa: E402
 
 PATHS = ("full_ttp", "decoupled", "student", "cache_hit")
 LABELS = {
@@ -137,7 +137,7 @@ def synthetic_examples(
 def file_examples(path: Path, items: Path | None, n: int) -> tuple[list[Example], ItemCorpus]:
     """The first ``n`` test examples (with a selected history) of a TTP example set, cycled
     when the set has fewer (a repeated request is the same request again)."""
-    from personalir.ttp.data import read_examples
+    from personalir.ttp.inputs.data import read_examples
 
     corpus = ItemCorpus.read(items or path.parent / "items.parquet")
     pool = [e for e in read_examples(path) if e.split == "test" and e.selected_history is not None]
@@ -165,7 +165,7 @@ def _weights(folder: Path, name: str) -> Path | None:
 def load_models(args, cfg: dict) -> Models:
     from personalir.retrieval.base import RunSettings
     from personalir.retrieval.dense import DenseEncoder
-    from personalir.ttp.model import (
+    from personalir.ttp.model.backbone import (
         BackboneConfig,
         LoraSettings,
         attach_lora,
@@ -173,7 +173,7 @@ def load_models(args, cfg: dict) -> Models:
         load_backbone,
         prepare_backbone,
     )
-    from personalir.ttp.sft import sft_settings, ttp_encoder
+    from personalir.ttp.training.sft_data import sft_settings, ttp_encoder
 
     ttp, seed = cfg["ttp"], int(cfg["seed"])
     res = Path(args.results) / "ttp"
@@ -252,9 +252,9 @@ class Request:
 
 def build_paths(models: Models, corpus: ItemCorpus, cfg: dict, max_new_tokens: int, store):
     """``{path: serve(requests) -> [n, dim]}`` and the per-path generation counters."""
-    from personalir.ttp.distill import student_views
-    from personalir.ttp.prompts import parse_generated
-    from personalir.ttp.sft import build_prompt, sft_settings
+    from personalir.ttp.model.prompts import parse_generated
+    from personalir.ttp.training.distill import student_views
+    from personalir.ttp.training.sft_data import build_prompt, sft_settings
 
     settings = sft_settings(cfg["ttp"])
     counts = {"full_ttp": [], "decoupled": []}
@@ -296,8 +296,8 @@ def build_store(models: Models, requests: Sequence[Request], corpus, cfg, max_ne
     """The offline tier: full TTP embeddings of every (user, query) pair, written at the
     inference batch size, opened for the model version; the server's misses would go to the
     student (none happen here)."""
-    from personalir.ttp.serving import CachedServer, open_store, write_store
-    from personalir.ttp.sft import build_prompt, sft_settings
+    from personalir.ttp.methods.serving import CachedServer, open_store, write_store
+    from personalir.ttp.training.sft_data import build_prompt, sft_settings
 
     settings = sft_settings(cfg["ttp"])
     enc = models.ttp_offline
@@ -322,7 +322,7 @@ def build_store(models: Models, requests: Sequence[Request], corpus, cfg, max_ne
     users = {r.user_id: r.history_texts for r in requests}
 
     def student(user_ids, queries):
-        from personalir.ttp.distill import student_views
+        from personalir.ttp.training.distill import student_views
 
         views = [student_views(users[u], q, "")[0] for u, q in zip(user_ids, queries, strict=True)]
         return models.student.encode_queries(views)

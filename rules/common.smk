@@ -1,7 +1,7 @@
-# Names shared by the rule modules; the functions live in personalir.workflow_support.
+# Names shared by the rule modules; the functions live in personalir.workflow.support.
 from functools import partial
 
-from personalir import workflow_support
+from personalir.workflow import support as workflow_support
 
 # Every rule hands its script the config values it reads as params_json(...) (derived
 # values as compact_json(...)): one format, and a rerun trigger when a value changes.

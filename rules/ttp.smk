@@ -6,8 +6,8 @@
 # rewrites) take the workflow's `threads` (they scale on two cores); the other jobs take one
 # core each and fill the gaps of the other stages' jobs.
 
-from personalir.ttp import workflow as ttp_wf
-from personalir.ttp import workflow_pqb as ttp_pqb_wf
+from personalir.workflow import ttp as ttp_wf
+from personalir.workflow import ttp_pqb as ttp_pqb_wf
 
 TTP = config["ttp"]
 TTP_SETS = ttp_wf.example_sets(config)

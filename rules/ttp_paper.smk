@@ -2,7 +2,7 @@
 # Table 3 (the test sets' statistics) from the example files, Figure 3 (what the rewrites
 # do) from a method's run by a rule-based classifier, and Table 4 drawn as a figure. Names come from rules/ttp.smk.
 
-from personalir.ttp import figure3 as ttp_figure3_lib
+from personalir.ttp.paper import figure3 as ttp_figure3_lib
 
 TTP_FIGURE3_METHOD = ttp_figure3_lib.figure3_method(config)
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from dvc_from_snakemake import open_workflow  # noqa: E402
 from rulegraph import update_section  # noqa: E402
 
-from personalir.workflow_support import is_presentation_rule  # noqa: E402
+from personalir.workflow.support import is_presentation_rule  # noqa: E402
 
 DOC = ROOT / "docs" / "architecture.md"
 START, END = "<!-- architecture:start -->", "<!-- architecture:end -->"

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import parser
-from personalir.ttp.ablation_tables import make_ablation_outputs
+from personalir.ttp.paper.ablation_tables import make_ablation_outputs
 
 
 def main() -> None:

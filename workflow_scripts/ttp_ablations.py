@@ -3,7 +3,7 @@ paper's ablation claims evaluated on the per-query measures."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.ablations import run_ablations
+from personalir.ttp.evaluation.ablations import run_ablations
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from personalir.common.cli import (
     require_written,
     setup_logging,
 )
-from personalir.ttp.training import prepare
+from personalir.ttp.training.jobs import prepare
 
 # The files of the saved backbone folder that the rule tracks.
 OUTPUTS = {"config": "config.json", "info": "ttp_backbone.json", "weights": "model.safetensors"}

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.serving import build_store
+from personalir.ttp.methods.serving import build_store
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from personalir.common.cli import (
     require_written,
     setup_logging,
 )
-from personalir.ttp.dense_ft import fine_tune_dense
+from personalir.ttp.training.dense_ft import fine_tune_dense
 
 # The files of the fine-tuned model folder that the rule tracks.
 OUTPUTS = {"model": "config.json", "weights": "model.safetensors"}

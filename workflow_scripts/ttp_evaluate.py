@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.evaluate import evaluate
+from personalir.ttp.evaluation.evaluate import evaluate
 
 
 def _run_spec(text: str) -> tuple[str, str, str]:

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.examples import build_example_set
+from personalir.ttp.inputs.examples import build_example_set
 
 
 def main() -> None:

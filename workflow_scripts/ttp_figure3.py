@@ -3,8 +3,8 @@ categories by a rule-based classifier (TTP paper, Figure 3): cases, shares (CSV)
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.baselines import PERSONAL_RETRIEVERS
-from personalir.ttp.figure3 import make_figure3
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
+from personalir.ttp.paper.figure3 import make_figure3
 
 
 def main() -> None:

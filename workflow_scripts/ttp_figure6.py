@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import parser, setup_logging
-from personalir.ttp.figure6 import make_figure6
+from personalir.ttp.paper.figure6 import make_figure6
 
 
 def main() -> None:

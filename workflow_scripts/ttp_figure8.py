@@ -3,7 +3,7 @@
 import _bootstrap  # noqa: F401
 from personalir.common.cli import parser, setup_logging
 from personalir.common.io import read_json
-from personalir.ttp.figure8 import make_figure8
+from personalir.ttp.paper.figure8 import make_figure8
 
 
 def main() -> None:

@@ -3,7 +3,7 @@ query-only bi-encoder, its epoch chosen on the validation split."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, require_written, setup_logging
-from personalir.ttp.fusion import KINDS, fit_fusion
+from personalir.ttp.training.fusion import KINDS, fit_fusion
 
 
 def main() -> None:

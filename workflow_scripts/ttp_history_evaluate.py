@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.history_sweep import evaluate_sweep
+from personalir.ttp.evaluation.history_sweep import evaluate_sweep
 
 
 def _run_spec(text: str) -> tuple[int, str, str]:

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.history_sweep import build_point_examples
+from personalir.ttp.evaluation.history_sweep import build_point_examples
 
 
 def main() -> None:

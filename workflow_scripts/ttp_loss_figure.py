@@ -3,7 +3,7 @@
 import _bootstrap  # noqa: F401
 from personalir.common.cli import parser
 from personalir.common.io import read_json
-from personalir.ttp.figures import loss_figure
+from personalir.ttp.paper.figures import loss_figure
 
 
 def main() -> None:

@@ -3,8 +3,8 @@ pairs, with and without the user's history; the table's rows and the history eff
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.baselines import PERSONAL_RETRIEVERS
-from personalir.ttp.on_pqb import evaluate, parse_set_name
+from personalir.ttp.evaluation.on_pqb import evaluate, parse_set_name
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
 
 
 def main() -> None:

@@ -3,7 +3,7 @@ review history, or without it), and the domain's items."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.on_pqb import build_set
+from personalir.ttp.evaluation.on_pqb import build_set
 
 
 def main() -> None:

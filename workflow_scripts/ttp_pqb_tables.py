@@ -3,7 +3,7 @@ configuration evaluates no TTP method on PQB, both tables saying why)."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import parser, setup_logging
-from personalir.ttp.on_pqb_tables import write_absent, write_tex
+from personalir.ttp.paper.on_pqb_tables import write_absent, write_tex
 
 
 def main() -> None:

@@ -3,7 +3,7 @@ bootstrap CIs, and the paper's claim on them (Table 5)."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.public import evaluate_public
+from personalir.ttp.evaluation.public import evaluate_public
 
 
 def main() -> None:

@@ -3,7 +3,7 @@ items (Table 5)."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.public import build_public_set
+from personalir.ttp.evaluation.public import build_public_set
 
 
 def main() -> None:

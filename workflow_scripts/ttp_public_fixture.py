@@ -4,7 +4,7 @@ published format (a fixture-scale Table 5 set; synthetic)."""
 import _bootstrap  # noqa: F401
 from personalir.common.cli import parser, setup_logging
 from personalir.common.io import write_json
-from personalir.ttp.public_fixture import FORMATS, write_fixture
+from personalir.ttp.inputs.public_fixture import FORMATS, write_fixture
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.runs import relevance_method
+from personalir.ttp.evaluation.runs import relevance_method
 
 
 def main() -> None:

@@ -5,8 +5,8 @@ import json
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
 from personalir.common.io import write_json, write_jsonl
-from personalir.ttp.data import read_examples
-from personalir.ttp.relevance_set import build_relevance_pairs, read_relevance_pairs
+from personalir.ttp.inputs.data import read_examples
+from personalir.ttp.inputs.relevance_set import build_relevance_pairs, read_relevance_pairs
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.decoupled import write_rewrites
+from personalir.ttp.training.decoupled import write_rewrites
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from personalir.common.cli import (
     require_written,
     setup_logging,
 )
-from personalir.ttp.training import run_grpo
+from personalir.ttp.training.jobs import run_grpo
 
 # The files of the variant's folder that the rule tracks (checkpoints/ stays untracked).
 OUTPUTS = {

@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import parser
-from personalir.ttp.figures import rl_figure
+from personalir.ttp.paper.figures import rl_figure
 
 
 def main() -> None:

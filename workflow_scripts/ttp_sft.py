@@ -10,7 +10,7 @@ from personalir.common.cli import (
     require_written,
     setup_logging,
 )
-from personalir.ttp.training import run_sft
+from personalir.ttp.training.jobs import run_sft
 
 # The files of the training folder that the rule tracks (checkpoints/ stays untracked).
 OUTPUTS = {

@@ -8,8 +8,8 @@ from personalir.common.cli import (
     require_written,
     setup_logging,
 )
-from personalir.ttp.distill import VARIANTS
-from personalir.ttp.student import train_student
+from personalir.ttp.training.distill import VARIANTS
+from personalir.ttp.training.student import train_student
 
 # The files of the student's model folder that the rule tracks.
 OUTPUTS = {"model": "config.json", "weights": "model.safetensors"}

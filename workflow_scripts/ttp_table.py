@@ -3,7 +3,7 @@
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
 from personalir.common.io import read_json
-from personalir.ttp.tables import make_table
+from personalir.ttp.paper.tables import make_table
 
 
 def main() -> None:

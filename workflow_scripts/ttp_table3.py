@@ -3,7 +3,7 @@ as CSV and LaTeX."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.table3 import make_table3
+from personalir.ttp.paper.table3 import make_table3
 
 
 def named_sets(names, examples, items, what):

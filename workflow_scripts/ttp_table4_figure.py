@@ -3,7 +3,7 @@ paper's."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import parser, setup_logging
-from personalir.ttp.table4_figure import plot_file
+from personalir.ttp.paper.table4_figure import plot_file
 
 
 def main() -> None:

@@ -2,8 +2,8 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.baselines import PERSONAL_RETRIEVERS
-from personalir.ttp.table5 import make_table5
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
+from personalir.ttp.paper.table5 import make_table5
 
 
 def main() -> None:

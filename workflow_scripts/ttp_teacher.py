@@ -2,7 +2,7 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.teacher import run_teacher
+from personalir.ttp.training.teacher import run_teacher
 
 
 def main() -> None:

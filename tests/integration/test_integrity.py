@@ -277,7 +277,7 @@ def test_workflow_names_the_file_and_line_of_a_bad_value(tmp_path, text, expecte
 
 
 def test_api_key_not_sent_over_plain_http(monkeypatch):
-    from personalir.ttp.teacher import OpenAICompatibleTeacher
+    from personalir.ttp.training.teacher import OpenAICompatibleTeacher
 
     monkeypatch.setenv("INTEGRITY_KEY", "sk-secret")
     with pytest.raises(ValueError, match="only over https"):

@@ -27,7 +27,7 @@ STAGE_RANK = {
     "report": 7,
 }
 # The Snakemake glue (used by the rule modules); it may import any stage.
-GLUE_MODULES = {"personalir.workflow_support"}
+GLUE_MODULES = {"personalir.workflow.support"}
 # Command-line entry points that run a stage end to end and then render its tables and
 # figures, as a workflow script does: they may import presentation modules of their stage.
 ENTRY_POINTS = {"personalir.retrieval.evaluate"}
@@ -118,13 +118,13 @@ def test_the_parser_sees_imports_inside_functions_and_relative_ones(tmp_path):
         "from . import lm\n"
         "def f():\n"
         "    from personalir.retrieval import base\n"
-        "    import personalir.ttp.model\n"
+        "    import personalir.ttp.model.backbone\n"
     )
     found = list(_imports("personalir.queries.probe", path))
     assert [(line, target) for line, target, _ in found] == [
         (2, "personalir.queries.lm"),
         (4, "personalir.retrieval.base"),
-        (5, "personalir.ttp.model"),
+        (5, "personalir.ttp.model.backbone"),
     ]
     allowed = [_import_allowed("personalir.queries.probe", t) for _, t, _ in found]
     assert allowed == [True, False, False]
@@ -136,7 +136,7 @@ def test_the_parser_sees_imports_inside_functions_and_relative_ones(tmp_path):
 def test_presentation_modules_are_tables_figures_latex_and_the_report():
     assert _is_presentation("personalir.retrieval.tables")
     assert _is_presentation("personalir.syntax.figures")
-    assert _is_presentation("personalir.ttp.ablation_tables")
+    assert _is_presentation("personalir.ttp.paper.ablation_tables")
     assert _is_presentation("personalir.common.latex")
     assert _is_presentation("personalir.report.paper")
     assert not _is_presentation("personalir.retrieval.metrics")

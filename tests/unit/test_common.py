@@ -247,7 +247,7 @@ def test_epoch_candidate_metadata_is_one_json_value(tmp_path):
     import torch
     from safetensors import safe_open
 
-    from personalir.ttp.sft import epoch_candidates, save_candidate
+    from personalir.ttp.training.sft import epoch_candidates, save_candidate
 
     class Model(torch.nn.Module):
         def __init__(self):

@@ -1,4 +1,4 @@
-"""The distilled student's objective (personalir.ttp.distill) on hand-built embeddings."""
+"""The distilled student's objective (personalir.ttp.training.distill) on hand-built embeddings."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from personalir.ttp.distill import (
+from personalir.ttp.training.distill import (
     VARIANTS,
     distillation_loss,
     info_nce,

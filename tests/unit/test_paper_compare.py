@@ -198,7 +198,7 @@ def test_git_commit_of_this_checkout():
 
 
 def test_table4_figure_draws_the_sets_it_has(tmp_path):
-    from personalir.ttp.table4_figure import plot_file
+    from personalir.ttp.paper.table4_figure import plot_file
 
     table = tmp_path / "table4.csv"
     table.write_text(
@@ -211,6 +211,6 @@ def test_table4_figure_draws_the_sets_it_has(tmp_path):
     with pytest.raises(ValueError, match="no '<set> MRR@100' column"):
         import pandas as pd
 
-        from personalir.ttp.table4_figure import plot
+        from personalir.ttp.paper.table4_figure import plot
 
         plot(pd.read_csv(table), out=tmp_path / "x.pdf", title="t", measure="MRR@100")

@@ -90,7 +90,7 @@ def test_builtin_plugins_carry_their_facts():
     from personalir.retrieval.base import FAMILIES, load_builtin_retrievers
     from personalir.retrieval.metrics import METRICS
     from personalir.syntax.models import PROFILE_MODELS
-    from personalir.ttp.baselines import PERSONAL_RETRIEVERS
+    from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
 
     for registry in (SAMPLERS, METRICS, PROFILE_MODELS, PERSONAL_RETRIEVERS):
         for name, cls in registry.entries():
@@ -154,11 +154,11 @@ def test_registry_enums_are_the_registries_names():
         "errors/sampling_eval/samplers/items": "personalir.errors.sampling:SAMPLERS",
         "queries/pairs/prefer_backends/items": "personalir.queries.backends:BACKENDS",
         "retrieval/metrics/pqb/items": "personalir.retrieval.metrics:METRICS",
-        "ttp/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
-        "ttp/relevance_test/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
-        "ttp/pqb/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
-        "ttp/public/methods/items": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
-        "ttp/student/teacher": "personalir.ttp.baselines:PERSONAL_RETRIEVERS",
+        "ttp/methods/items": "personalir.ttp.methods.base:PERSONAL_RETRIEVERS",
+        "ttp/relevance_test/methods/items": "personalir.ttp.methods.base:PERSONAL_RETRIEVERS",
+        "ttp/pqb/methods/items": "personalir.ttp.methods.base:PERSONAL_RETRIEVERS",
+        "ttp/public/methods/items": "personalir.ttp.methods.base:PERSONAL_RETRIEVERS",
+        "ttp/student/teacher": "personalir.ttp.methods.base:PERSONAL_RETRIEVERS",
         "validation/judge/dimensions/items": "personalir.validation.dimensions:DIMENSIONS",
     }
     for node in marked.values():
@@ -173,8 +173,8 @@ STATIC_ENUMS = {
     "queries.backends": ("personalir.queries.backends", "BACKENDS"),
     "queries.filters.eager": ("personalir.queries.filters", "FILTERS"),
     "queries.pairs.distance": ("personalir.queries.matching", "GAUSSIAN_DISTANCES"),
-    "ttp.history.relevance.type": ("personalir.ttp.relevance", "RELEVANCE_MODELS"),
-    "ttp.teacher.type": ("personalir.ttp.teacher", "TEACHERS"),
+    "ttp.history.relevance.type": ("personalir.ttp.inputs.relevance", "RELEVANCE_MODELS"),
+    "ttp.teacher.type": ("personalir.ttp.training.teacher", "TEACHERS"),
 }
 
 
@@ -188,7 +188,7 @@ def test_static_plugin_enums_equal_the_registries(key):
 
 def test_static_family_enum_and_sources():
     from personalir.retrieval.base import FAMILIES
-    from personalir.ttp.data import EXAMPLE_SOURCES
+    from personalir.ttp.inputs.data import EXAMPLE_SOURCES
 
     schema = load_schema()
     run_files = _at(schema, "retrieval.run_files")["additionalProperties"]
@@ -198,7 +198,7 @@ def test_static_family_enum_and_sources():
 
 
 def test_ttp_params_from_config():
-    from personalir.ttp.baselines import PERSONAL_RETRIEVERS
+    from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
 
     ttp = fill_defaults({}, load_schema())["ttp"]
     # Only the keys each method reads (what the rule's --params hands over).
@@ -303,7 +303,7 @@ def test_docs_examples_are_one_file_and_one_config_line_each():
     assert sorted(files) == [
         "src/personalir/errors/words_only_sampler.py",
         "src/personalir/retrieval/harm_metric.py",
-        "src/personalir/ttp/bm25_history.py",
+        "src/personalir/ttp/methods/bm25_history.py",
     ]
     assert len(diffs) == 3
     for diff in diffs:
@@ -394,14 +394,16 @@ def test_worked_example_pqb_metric(tmp_path):
 
 
 def test_worked_example_ttp_method(tmp_path):
-    from personalir.ttp import workflow
-    from personalir.ttp.baselines import PERSONAL_RETRIEVERS, RetrievalContext, build_retriever
+    from personalir.ttp.methods.base import PERSONAL_RETRIEVERS, RetrievalContext, build_retriever
+    from personalir.workflow import ttp as workflow
     from tests.unit.test_ttp_baselines import _corpus, _examples
 
     raw, text = _config_with(2)
     with pytest.raises(ConfigError, match="bm25_history"):
         _validated(raw, text)
-    with installed("src/personalir/ttp/bm25_history.py", PERSONAL_RETRIEVERS, tmp_path) as added:
+    with installed(
+        "src/personalir/ttp/methods/bm25_history.py", PERSONAL_RETRIEVERS, tmp_path
+    ) as added:
         assert added == {"bm25_history"}
         cfg = _validated(raw, text)
         assert cfg["ttp"]["methods"][-1] == "bm25_history"

@@ -8,7 +8,7 @@ closure by scripts/dvc_from_snakemake.py; tests/integration/test_dvc.py fails wh
 so this reads exactly what ``dvc status`` would report after such a change.
 
 Presentation rules and modules are recognised as
-``personalir.workflow_support.is_presentation_rule`` / ``is_presentation_module`` say: rules
+``personalir.workflow.support.is_presentation_rule`` / ``is_presentation_module`` say: rules
 ``*_table(s)``, ``*_figure(s)``, every rule of ``rules/report.smk`` (statistics table, the PDF)
 and ``provenance`` (it records every artifact).
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from personalir import workflow_support as ws
+from personalir.workflow import support as ws
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,12 +9,12 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from personalir import workflow_support as ws
 from personalir.common.config import REPO_ROOT, ConfigError, load_config, validate_config
 from personalir.data.ingest import ingest_meta, ingest_reviews, require_records
 from personalir.data.ingest_schema import IngestError
 from personalir.data.sentences import SentenceRules, build_user_sentences
 from personalir.errors.sampling import clean_texts
+from personalir.workflow import support as ws
 from tests.fixtures.real_reviews import write_reviews
 
 DOMAIN = "Musical_Instruments"

@@ -1,4 +1,5 @@
-"""The history-free Relevance set (personalir.ttp.relevance_set): building, reading, Spearman."""
+"""The history-free Relevance set (personalir.ttp.inputs.relevance_set): building, reading,
+Spearman."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from scipy.stats import spearmanr
 
-from personalir.ttp.relevance_set import (
+from personalir.ttp.inputs.relevance_set import (
     RelevanceSetError,
     build_relevance_pairs,
     read_relevance_pairs,

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from personalir import workflow_support
 from personalir.retrieval.base import QueryText, RunSettings
 from personalir.retrieval.corpus import corpus_from_texts
 from personalir.retrieval.dense import DenseRetriever
 from personalir.retrieval.encodings import EncodingCache
 from personalir.retrieval.hybrid import FusedDenseSparseRetriever
 from personalir.retrieval.sparse import SpladeRetriever
+from personalir.workflow import support as workflow_support
 from tests.fixtures import models as tm
 
 TEXTS = [

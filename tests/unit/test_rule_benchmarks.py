@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from personalir.report import rule_benchmarks as rb
-from personalir.workflow_support import benchmark_path
+from personalir.workflow.support import benchmark_path
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 

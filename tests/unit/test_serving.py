@@ -1,4 +1,4 @@
-"""The personalised embedding cache and its routing (personalir.ttp.serving)."""
+"""The personalised embedding cache and its routing (personalir.ttp.methods.serving)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from personalir.ttp.serving import (
+from personalir.ttp.methods.serving import (
     CachedServer,
     StoreError,
     hit_rate,

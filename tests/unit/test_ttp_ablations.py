@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from personalir.ttp import ablations as ab
+from personalir.ttp.evaluation import ablations as ab
 
 PAPER_PATH = Path(__file__).resolve().parents[2] / "config" / "paper_results" / "ttp.yaml"
 KW = {"samples": 200, "confidence": 0.95, "seed": 7}
@@ -194,7 +194,7 @@ def test_missing_methods_make_claims_not_applicable(paper):
 
 
 def test_run_ablations_and_outputs_write_every_file(tmp_path, paper):
-    from personalir.ttp.ablation_tables import make_ablation_outputs
+    from personalir.ttp.paper.ablation_tables import make_ablation_outputs
 
     frame = _frame({m: v for m, v in BASE.items() if m != "ttp_rl_no_margin_gain"})
     per_query = tmp_path / "per_query.parquet"
@@ -214,8 +214,8 @@ def test_run_ablations_and_outputs_write_every_file(tmp_path, paper):
         assert (out / name).is_file()
     claims = json.loads((out / "claims.json").read_text(encoding="utf-8"))
     # the ablation claims, Table 4's and the history sweep's, in the paper's order
-    from personalir.ttp.history_sweep import CLAIM_ID as SWEEP
-    from personalir.ttp.table4_claims import CLAIM_IDS as T4
+    from personalir.ttp.evaluation.history_sweep import CLAIM_ID as SWEEP
+    from personalir.ttp.evaluation.table4_claims import CLAIM_IDS as T4
 
     order = [c["id"] for c in yaml.safe_load(PAPER_PATH.read_text())["claims"]]
     want = [i for i in order if i in set(ab.CLAIM_IDS) | set(T4) | {SWEEP, "public_generalises"}]
@@ -259,7 +259,7 @@ def test_run_ablations_and_outputs_write_every_file(tmp_path, paper):
 
 
 def _t4(frame):
-    from personalir.ttp.table4_claims import evaluate_table4_claims
+    from personalir.ttp.evaluation.table4_claims import evaluate_table4_claims
 
     claims = yaml.safe_load(PAPER_PATH.read_text())["claims"]
     rows = ["dense", "decoupled", "ttp", "ttp_rl"]
@@ -313,8 +313,8 @@ def _relevance_record(method, scores, labels, qids):
 
 
 def test_relevance_cell_joins_best_everywhere_and_rl_helps():
-    from personalir.ttp.relevance_set import spearman
-    from personalir.ttp.table4_claims import evaluate_table4_claims
+    from personalir.ttp.evaluation.table4_claims import evaluate_table4_claims
+    from personalir.ttp.inputs.relevance_set import spearman
 
     qids = ["a"] * 3 + ["b"] * 3 + ["c"] * 3
     labels = [2, 1, 0] * 3
@@ -355,7 +355,7 @@ def test_relevance_cell_joins_best_everywhere_and_rl_helps():
 
 
 def test_student_retains_teacher_margin_golden():
-    from personalir.ttp.table4_claims import RETENTION, evaluate_table4_claims
+    from personalir.ttp.evaluation.table4_claims import RETENTION, evaluate_table4_claims
 
     claims = yaml.safe_load(PAPER_PATH.read_text())["claims"]
     students = {

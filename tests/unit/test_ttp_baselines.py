@@ -5,13 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from personalir.ttp.baselines import (
-    PERSONAL_RETRIEVERS,
-    RetrievalContext,
-    build_retriever,
-    history_aware_text,
-)
-from personalir.ttp.data import Example, HistoryEntry, Item, ItemCorpus
+from personalir.ttp.inputs.data import Example, HistoryEntry, Item, ItemCorpus
+from personalir.ttp.inputs.history import history_aware_text
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS, RetrievalContext, build_retriever
 
 MINILM = "packaged:all-MiniLM-L6-v2"
 
@@ -103,7 +99,7 @@ def test_registry_lists_every_method():
 
 
 def test_ttp_variants_name_their_adapter_and_retrieval():
-    from personalir.ttp.workflow import adapter_dir
+    from personalir.workflow.ttp import adapter_dir
 
     for name, (adapter, intent_q, row) in TTP_VARIANTS.items():
         cls = PERSONAL_RETRIEVERS.get(name)
@@ -174,7 +170,7 @@ def test_decoupled_retrieves_with_the_rewrites_and_refuses_missing_ones(ctx):
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from personalir.ttp.model import BackboneConfig, prepare_backbone, save_backbone
+    from personalir.ttp.model.backbone import BackboneConfig, prepare_backbone, save_backbone
     from tests.fixtures.models import build_tiny_causal_lm
 
     root = tmp_path_factory.mktemp("tiny_baselines")
@@ -205,7 +201,7 @@ def test_pqb_adapter_runs_a_personal_retriever_behind_the_retrieval_interface(tm
     from personalir.queries.benchmark_format import write_benchmark
     from personalir.retrieval.base import QueryText, RunSettings
     from personalir.retrieval.corpus import corpus_from_texts
-    from personalir.ttp.pqb_adapter import PQBPersonalRetriever
+    from personalir.ttp.methods.pqb_adapter import PQBPersonalRetriever
 
     corpus = _corpus()
     write_parquet(

@@ -1,5 +1,5 @@
 """Serving in the workflow: the cache plan, the ``ttp_cached`` method's routing and version
-check, Figure 8's rows and the workflow's wiring (personalir.ttp.serving, .figure8)."""
+check, Figure 8's rows and the workflow's wiring (personalir.ttp.methods.serving, .figure8)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from personalir.ttp import serving
-from personalir.ttp.baselines import RetrievalContext
-from personalir.ttp.data import Example, HistoryEntry, Item, ItemCorpus
+from personalir.ttp.inputs.data import Example, HistoryEntry, Item, ItemCorpus
+from personalir.ttp.methods import serving
+from personalir.ttp.methods.base import RetrievalContext
 
 
 def _ex(eid, user, query, label, split, n_hist=2):
@@ -139,7 +139,7 @@ def test_a_store_of_another_model_version_is_refused(cached):
 
 
 def test_figure8_cache_point_is_the_hit_weighted_latency():
-    from personalir.ttp.figure8 import figure8_rows, pooled_hit_rate
+    from personalir.ttp.paper.figure8 import figure8_rows, pooled_hit_rate
 
     rows = []
     for method, value in (("ttp_rl", 0.5), ("student", 0.4), ("ttp_cached", 0.45)):
@@ -175,7 +175,7 @@ def test_figure8_cache_point_is_the_hit_weighted_latency():
 
 
 def test_workflow_wires_the_teachers_adapter_the_sets_store_and_the_teachers_run():
-    from personalir.ttp import workflow as wf
+    from personalir.workflow import ttp as wf
 
     config = {
         "results_dir": "res",
@@ -210,7 +210,7 @@ def test_workflow_wires_the_teachers_adapter_the_sets_store_and_the_teachers_run
 
 
 def test_model_version_follows_the_weights_not_files_written_beside_them(tmp_path):
-    from personalir.ttp.serving import StoreError, model_version
+    from personalir.ttp.methods.serving import StoreError, model_version
 
     backbone, adapter = tmp_path / "b", tmp_path / "a"
     for folder, weights in ((backbone, b"W"), (adapter, b"A")):

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from personalir.common.io import write_jsonl, write_parquet
-from personalir.ttp.data import (
+from personalir.ttp.inputs.data import (
     Example,
     ExampleFormatError,
     Item,
@@ -284,7 +284,7 @@ def test_sample_world_source_splits_users(tmp_path, small_world):
 
 
 def test_caps_apply_per_label_and_to_training_examples():
-    from personalir.ttp.examples import cap_examples
+    from personalir.ttp.inputs.examples import cap_examples
 
     examples = [
         Example.from_record(
@@ -314,7 +314,7 @@ def test_caps_apply_per_label_and_to_training_examples():
 
 
 def test_ttp_domains_choose_the_example_sets():
-    from personalir.ttp.workflow import example_sets
+    from personalir.workflow.ttp import example_sets
 
     def cfg(**ttp):
         return {"domains": ["A", "B", "C"], "ttp": {"source": "sample_world", **ttp}}
@@ -330,7 +330,7 @@ def test_ttp_domains_choose_the_example_sets():
 
 
 def test_item_attributes_keep_only_filled_in_details(tmp_path):
-    from personalir.ttp.data import corpus_from_tables
+    from personalir.ttp.inputs.data import corpus_from_tables
 
     details = [[("Brand", "Kestrel"), ("Color", None), ("Size", ""), ("Style", "Vintage")]]
     write_parquet(

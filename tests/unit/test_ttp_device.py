@@ -28,19 +28,19 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._device import _device_constructors
 
 from personalir.common.config import ConfigError, validate_config
-from personalir.common.device import resolve_device
-from personalir.ttp.device import ttp_device
-from personalir.ttp.model import (
+from personalir.common.device import resolve_device, ttp_device
+from personalir.ttp.model.backbone import (
     BackboneConfig,
     LoraSettings,
-    TTPEncoder,
     attach_lora,
     load_backbone,
     prepare_backbone,
     save_backbone,
 )
-from personalir.ttp.prompts import query_prompt
-from personalir.ttp.sft import SFTSettings, TTPLossModule, build_rows, collate
+from personalir.ttp.model.encoder import TTPEncoder
+from personalir.ttp.model.prompts import query_prompt
+from personalir.ttp.training.sft import TTPLossModule, collate
+from personalir.ttp.training.sft_data import SFTSettings, build_rows
 from tests.fixtures.models import build_tiny_causal_lm
 from tests.unit.test_ttp_model import _encoder as _model_encoder
 from tests.unit.test_ttp_model import _world
@@ -200,7 +200,7 @@ def test_every_model_rule_asks_for_a_gpu_on_cuda(smk, rule):
 
 
 def test_ttp_gpu_follows_the_device():
-    from personalir.ttp import workflow
+    from personalir.workflow import ttp as workflow
 
     for device, want in (("cpu", 0), ("auto", 0), ("cuda", 1), ("cuda:1", 1)):
         cfg = validate_config({"ttp": {"device": device}})
@@ -210,7 +210,7 @@ def test_ttp_gpu_follows_the_device():
 
 
 def test_run_params_carry_the_device():
-    from personalir.ttp import workflow
+    from personalir.workflow import ttp as workflow
 
     cfg = validate_config({"ttp": {"device": "auto"}})
     for method in ("ttp", "bm25", "dense", "hyde"):
@@ -223,8 +223,8 @@ def test_run_params_carry_the_device():
 
 
 def test_method_context_resolves_the_device(monkeypatch):
-    from personalir.ttp.data import Item, ItemCorpus
-    from personalir.ttp.runs import method_context
+    from personalir.ttp.inputs.data import Item, ItemCorpus
+    from personalir.ttp.methods.base import method_context
 
     corpus = ItemCorpus({"I0": Item("I0", "a capo", "Music")})
     ttp = {"items": {"fields": ["title"], "max_features": 3}}
@@ -264,8 +264,8 @@ def _prompts(tok):
 
 def test_loaders_move_the_model_to_the_device(tiny):
     """``meta`` stands in for a GPU: the loaders move what they load to the device given."""
-    from personalir.ttp import rl
-    from personalir.ttp.model import load_adapter
+    from personalir.ttp.model.backbone import load_adapter
+    from personalir.ttp.training import rl
 
     model, _, _ = load_backbone(tiny / "backbone", device="meta")
     assert {p.device.type for p in model.parameters()} == {"meta"}
@@ -280,8 +280,8 @@ def test_loaders_move_the_model_to_the_device(tiny):
 
 
 def test_ttp_run_loads_on_the_context_device(tiny):
-    from personalir.ttp.baselines import RetrievalContext, build_retriever
-    from personalir.ttp.data import Item, ItemCorpus
+    from personalir.ttp.inputs.data import Item, ItemCorpus
+    from personalir.ttp.methods.base import RetrievalContext, build_retriever
 
     corpus = ItemCorpus({"I0": Item("I0", "a capo", "Music")})
     models = {"ttp_backbone": str(tiny / "backbone"), "ttp_adapter": str(tiny / "sft")}
@@ -334,7 +334,7 @@ def test_an_sft_step_creates_its_tensors_on_the_model_device(tiny):
 
 
 def test_grpo_helpers_create_their_tensors_on_the_policy_device(tiny):
-    from personalir.ttp import grpo, rl
+    from personalir.ttp.training import grpo, rl
 
     policy, tok, _ = rl.load_policy(str(tiny / "backbone"), str(tiny / "sft"))
     enc = TTPEncoder(policy, tok, max_query_tokens=256, max_item_tokens=16)
@@ -360,7 +360,7 @@ def test_grpo_helpers_create_their_tensors_on_the_policy_device(tiny):
 
 
 def test_grpo_config_keeps_a_cpu_policy_on_the_cpu(monkeypatch, tmp_path):
-    from personalir.ttp import grpo, rl
+    from personalir.ttp.training import grpo, rl
 
     settings = grpo.GRPOSettings(group_size=2, prompts_per_step=2)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -8,16 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from personalir.ttp.data import Example
-from personalir.ttp.evaluate import (
-    MEASURES,
-    bootstrap_ci,
-    exact_search,
-    paired_difference,
-    per_query_measures,
-    summarise,
-)
-from personalir.ttp.tables import table4, table4_latex
+from personalir.ttp.evaluation.evaluate import bootstrap_ci, paired_difference, summarise
+from personalir.ttp.inputs.data import Example
+from personalir.ttp.model.search import MEASURES, exact_search, per_query_measures
+from personalir.ttp.paper.tables import table4, table4_latex
 
 
 def _ex(eid, target, label):
@@ -114,7 +108,7 @@ def test_table4_layout_and_latex():
 
 
 def test_generating_runs_take_the_sft_threads():
-    from personalir.ttp.workflow import run_threads, sft_threads
+    from personalir.workflow.ttp import run_threads, sft_threads
 
     config = {"threads": 2, "ttp": {"sft": {"threads": None}}}
     assert sft_threads(config) == 2
@@ -125,7 +119,7 @@ def test_generating_runs_take_the_sft_threads():
 
 
 def test_decoupled_reads_the_rewriter_and_its_own_retriever():
-    from personalir.ttp.workflow import dense_ft_inputs, rewrites_option, run_inputs, run_models
+    from personalir.workflow.ttp import dense_ft_inputs, rewrites_option, run_inputs, run_models
 
     config = {
         "results_dir": "res",

@@ -1,7 +1,7 @@
 """Figure 3's rule-based classifier, each category on a hand-built case, its shares and the
 rule's outputs on hand-built example, item and run files.
 
-Golden categories follow the module's rules (personalir.ttp.figure3) applied by hand; the
+Golden categories follow the module's rules (personalir.ttp.paper.figure3) applied by hand; the
 shares are counts over the hand-built list divided as the paper divides them (keep of all,
 the rest of the rewritten cases).
 """
@@ -14,8 +14,8 @@ import math
 import pytest
 import yaml
 
-from personalir.ttp.data import Item, ItemCorpus
-from personalir.ttp.figure3 import (
+from personalir.ttp.inputs.data import Item, ItemCorpus
+from personalir.ttp.paper.figure3 import (
     Figure3InputError,
     classify,
     figure3_method,

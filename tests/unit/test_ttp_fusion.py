@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from personalir.ttp.fusion import (
+from personalir.ttp.training.fusion import (
     FusionSettings,
     _module,
     folder_fingerprint,
@@ -144,9 +144,9 @@ def test_a_module_trained_on_another_bi_encoder_is_refused(tmp_path):
 
 def test_fit_and_rank_through_the_registered_retrievers(tmp_path):
     """The rule's path on six items and twelve searches with the packaged MiniLM."""
-    from personalir.ttp.baselines import RetrievalContext, build_retriever
-    from personalir.ttp.data import Example, HistoryEntry, Item, ItemCorpus, write_examples
-    from personalir.ttp.fusion import fit_fusion
+    from personalir.ttp.inputs.data import Example, HistoryEntry, Item, ItemCorpus, write_examples
+    from personalir.ttp.methods.base import RetrievalContext, build_retriever
+    from personalir.ttp.training.fusion import fit_fusion
 
     names = ["red capo", "blue capo", "red strap", "blue strap", "green sticks", "gold sticks"]
     corpus = ItemCorpus({f"I{i}": Item(f"I{i}", n, "Music") for i, n in enumerate(names)})

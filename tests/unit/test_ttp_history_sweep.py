@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from personalir.common.io import read_json
-from personalir.ttp import history_sweep as hs
-from personalir.ttp.data import (
+from personalir.ttp.evaluation import history_sweep as hs
+from personalir.ttp.inputs.data import (
     Example,
     HistoryEntry,
     Item,
@@ -21,8 +21,8 @@ from personalir.ttp.data import (
     read_examples,
     write_examples,
 )
-from personalir.ttp.figure6 import figure6_table, make_figure6
-from personalir.ttp.relevance import RelevanceModel
+from personalir.ttp.inputs.relevance import RelevanceModel
+from personalir.ttp.paper.figure6 import figure6_table, make_figure6
 
 PAPER_PATH = Path(__file__).resolve().parents[2] / "config" / "paper_results" / "ttp.yaml"
 KW = {"samples": 200, "confidence": 0.95, "seed": 7}
@@ -211,7 +211,7 @@ def test_make_figure6_writes_csv_and_pdf_also_without_a_sweep(tmp_path):
 
 
 def test_workflow_helpers_give_each_point_its_settings():
-    from personalir.ttp import workflow as wf
+    from personalir.workflow import ttp as wf
 
     config = {"results_dir": "res", "ttp": {**TTP, "enabled": True}}
     assert wf.history_values(config) == [1, 3, 8]

@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import numpy as np
 import pytest
 
-from personalir.ttp.data import Example, HistoryEntry, Item, ItemCorpus
-from personalir.ttp.history import select_histories, select_top_n
-from personalir.ttp.relevance import RelevanceModel
-from personalir.ttp.teacher import (
+from personalir.ttp.inputs.data import Example, HistoryEntry, Item, ItemCorpus
+from personalir.ttp.inputs.history import select_histories, select_top_n
+from personalir.ttp.inputs.relevance import RelevanceModel
+from personalir.ttp.training.teacher import (
     HistoryAttributeTeacher,
     OpenAICompatibleTeacher,
     TeacherRequest,
@@ -187,7 +187,7 @@ def test_openai_teacher_refuses_non_http_base_url():
 
 
 def test_hf_local_teacher_samples_k_candidates(tmp_path):
-    from personalir.ttp.teacher import HFLocalTeacher
+    from personalir.ttp.training.teacher import HFLocalTeacher
     from tests.fixtures.models import build_tiny_causal_lm
 
     folder = build_tiny_causal_lm(tmp_path / "tiny", architecture="llama")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from personalir.ttp.data import ExampleFormatError, read_examples, write_examples
-from personalir.ttp.kuaisearch import kuaisearch_examples, load_kuaisearch
+from personalir.ttp.inputs.data import ExampleFormatError, read_examples, write_examples
+from personalir.ttp.inputs.kuaisearch import kuaisearch_examples, load_kuaisearch
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kuaisearch"
 
@@ -117,7 +117,7 @@ def test_source_returns_examples_and_corpus_and_logs_counts(loaded, caplog):
     assert examples == loaded.examples
     assert corpus.items == loaded.corpus.items
     assert lines == [loaded.stats.summary()]
-    with caplog.at_level("INFO", logger="personalir.ttp.kuaisearch"):
+    with caplog.at_level("INFO", logger="personalir.ttp.inputs.kuaisearch"):
         kuaisearch_examples(data_dir=str(FIXTURE))
     assert "1 dropped (no click and no purchase)" in caplog.text
 

@@ -10,20 +10,19 @@ import numpy as np
 import pytest
 import torch
 
-from personalir.ttp.data import Example, HistoryEntry, Item, ItemCorpus
-from personalir.ttp.model import (
+from personalir.ttp.inputs.data import Example, HistoryEntry, Item, ItemCorpus
+from personalir.ttp.model.backbone import (
     LORA_TARGETS,
     BackboneConfig,
     LoraSettings,
-    TTPEncoder,
     attach_lora,
     load_adapter,
     load_backbone,
     prepare_backbone,
     save_backbone,
-    shared_prefix_length,
 )
-from personalir.ttp.prompts import (
+from personalir.ttp.model.encoder import TTPEncoder, shared_prefix_length
+from personalir.ttp.model.prompts import (
     embedding_token,
     parse_generated,
     query_prompt,
@@ -31,17 +30,14 @@ from personalir.ttp.prompts import (
     target_text,
     use_embedding_token,
 )
-from personalir.ttp.sft import (
-    SFTDataError,
-    SFTSettings,
+from personalir.ttp.training.sft import (
     TTPLossModule,
     batch_order,
-    build_prompt,
-    build_rows,
     collate,
     latest_checkpoint,
     train,
 )
+from personalir.ttp.training.sft_data import SFTDataError, SFTSettings, build_prompt, build_rows
 from tests.fixtures.models import build_tiny_causal_lm
 
 
@@ -375,7 +371,7 @@ def test_the_embedding_token_is_configurable_and_travels_with_the_backbone(tmp_p
     """``backbone.embedding_token: <emb>`` (the reference code's name): the backbone is
     prepared with it, loading the backbone makes it the process's token, and prompts,
     targets, parsing and the format reward all use it."""
-    from personalir.ttp.rewards import format_reward
+    from personalir.ttp.training.rewards import format_reward
 
     src = build_tiny_causal_lm(tmp_path / "src", architecture="qwen2", tie_word_embeddings=True)
     try:

@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from personalir.retrieval.metrics import MetricSettings, per_query_frame
-from personalir.ttp import on_pqb, on_pqb_tables
-from personalir.ttp import workflow_pqb as ttp_pqb_wf
+from personalir.ttp.evaluation import on_pqb
+from personalir.ttp.paper import on_pqb_tables
+from personalir.workflow import ttp_pqb as ttp_pqb_wf
 
 SETTINGS = MetricSettings(flip_k=(1, 10), deg_k=(1, 10), rr_depth=100, standard=("RR@100",))
 DOCS = [f"d{i}" for i in range(30)]
@@ -129,7 +130,7 @@ def test_table_metrics_refuse_a_cutoff_that_is_not_computed():
 
 
 def _write_examples(path, queries):
-    from personalir.ttp.data import Example, write_examples
+    from personalir.ttp.inputs.data import Example, write_examples
 
     write_examples(
         path,

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from personalir.ttp.data import load_examples
-from personalir.ttp.public import generalises, public_measures, relevant_items
-from personalir.ttp.public_fixture import write_fixture
-from personalir.ttp.table5 import table5
+from personalir.ttp.evaluation.public import generalises, public_measures, relevant_items
+from personalir.ttp.inputs.data import load_examples
+from personalir.ttp.inputs.public_fixture import write_fixture
+from personalir.ttp.paper.table5 import table5
 
 
 def _product(asin, title, store, cats):
@@ -188,7 +188,7 @@ def test_table5_puts_the_papers_values_beside_ours_and_quoted_rows_without_ours(
 
 
 def test_public_sets_config_is_checked_naming_the_set():
-    from personalir.ttp.workflow import public_data_dir, public_sets, public_source_inputs
+    from personalir.workflow.ttp import public_data_dir, public_sets, public_source_inputs
 
     def cfg(sets, methods=("bm25",)):
         return {
@@ -227,7 +227,7 @@ def test_public_sets_config_is_checked_naming_the_set():
 
 
 def test_kuaisearch_as_the_training_source_names_its_folder():
-    from personalir.ttp.workflow import example_inputs, example_source_args
+    from personalir.workflow.ttp import example_inputs, example_source_args
 
     config = {
         "results_dir": "r",

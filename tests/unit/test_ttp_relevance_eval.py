@@ -8,14 +8,14 @@ import math
 import pandas as pd
 import pytest
 
-from personalir.ttp.relevance_eval import (
+from personalir.ttp.evaluation.relevance_eval import (
     pair_scores,
     relevance_examples,
     relevance_of_ranking,
     split_known,
 )
-from personalir.ttp.relevance_set import GradedPair
-from personalir.ttp.tables import relevance_values, table4
+from personalir.ttp.inputs.relevance_set import GradedPair
+from personalir.ttp.paper.tables import relevance_values, table4
 
 PAIRS = [
     GradedPair("q1", "red capo", "a", 2),
@@ -115,7 +115,7 @@ def test_relevance_column_of_table4_and_the_mean_over_sets(tmp_path):
 
 
 def _rho(scores, labels):
-    from personalir.ttp.relevance_set import spearman
+    from personalir.ttp.inputs.relevance_set import spearman
 
     return spearman(scores, labels)
 
@@ -123,7 +123,7 @@ def _rho(scores, labels):
 def test_bootstrap_draws_whole_queries():
     import numpy as np
 
-    from personalir.ttp.relevance_eval import bootstrap_spearman
+    from personalir.ttp.evaluation.relevance_eval import bootstrap_spearman
 
     # q1 ordered perfectly, q2 inverted; a resample is q1+q1, q1+q2 or q2+q2, so every
     # resampled rho is rho(q1) = 1, rho(q2) = -1 or rho(all); drawing pairs one by one
@@ -145,7 +145,7 @@ def test_bootstrap_draws_whole_queries():
 def test_bootstrap_of_a_paired_difference_and_undefined_resamples():
     import numpy as np
 
-    from personalir.ttp.relevance_eval import bootstrap_spearman
+    from personalir.ttp.evaluation.relevance_eval import bootstrap_spearman
 
     qids = ["q1", "q1", "q2", "q2", "q3", "q3"]
     labels = [2, 0, 1, 0, 2, 1]

@@ -10,19 +10,19 @@ import numpy as np
 import pytest
 import torch
 
-from personalir.ttp import grpo, rl
-from personalir.ttp.model import (
+from personalir.ttp.model.backbone import (
     BackboneConfig,
     LoraSettings,
-    TTPEncoder,
     attach_lora,
     load_adapter,
     load_backbone,
     prepare_backbone,
     save_backbone,
 )
-from personalir.ttp.prompts import query_prompt
-from personalir.ttp.rewards import (
+from personalir.ttp.model.encoder import TTPEncoder
+from personalir.ttp.model.prompts import query_prompt
+from personalir.ttp.training import grpo, rl
+from personalir.ttp.training.rewards import (
     ORIGINAL,
     RewardSettings,
     format_reward,

@@ -10,28 +10,29 @@ import pytest
 import torch
 
 from personalir.common.models import resolve_model
-from personalir.ttp import grpo, rl
-from personalir.ttp.data import Example, HistoryEntry, Item, ItemCorpus, user_split
-from personalir.ttp.examples import cap_examples
-from personalir.ttp.model import (
+from personalir.ttp.inputs.data import Example, HistoryEntry, Item, ItemCorpus, user_split
+from personalir.ttp.inputs.examples import cap_examples
+from personalir.ttp.model.backbone import (
     BackboneConfig,
     LoraSettings,
-    TTPEncoder,
     attach_lora,
     load_backbone,
     prepare_backbone,
     save_backbone,
 )
-from personalir.ttp.prompts import query_prompt
-from personalir.ttp.rewards import RewardSettings
-from personalir.ttp.selection import (
+from personalir.ttp.model.encoder import TTPEncoder
+from personalir.ttp.model.prompts import query_prompt
+from personalir.ttp.training import grpo, rl
+from personalir.ttp.training.jobs import select_candidate
+from personalir.ttp.training.rewards import RewardSettings
+from personalir.ttp.training.selection import (
     SelectionSettings,
     ValidationScorer,
     candidate_pool,
     choose,
 )
-from personalir.ttp.sft import SFTSettings, build_rows, epoch_candidates, load_trainable, train
-from personalir.ttp.training import select_candidate
+from personalir.ttp.training.sft import epoch_candidates, load_trainable, train
+from personalir.ttp.training.sft_data import SFTSettings, build_rows
 from tests.fixtures.models import build_tiny_causal_lm
 
 
@@ -237,8 +238,8 @@ def test_grpo_step_candidates_and_stop_at_reproduce_the_longer_run(backbone, tmp
 def test_dense_fine_tuning_keeps_the_epoch_best_on_validation(tmp_path):
     from sentence_transformers import SentenceTransformer
 
-    from personalir.ttp.dense_ft import DenseFTSettings, fine_tune
-    from personalir.ttp.evaluate import exact_search, per_query_measures
+    from personalir.ttp.model.search import exact_search, per_query_measures
+    from personalir.ttp.training.dense_ft import DenseFTSettings, fine_tune
 
     corpus, examples = _world()
     train_ex = [e for e in examples if e.split == "train"]
@@ -275,10 +276,10 @@ def test_rewriter_is_scored_by_the_base_bi_encoder_on_its_rewrites(backbone):
     achieves with the generated rewrites as queries (computed here by hand)."""
     from sentence_transformers import SentenceTransformer
 
-    from personalir.ttp.evaluate import exact_search, per_query_measures
-    from personalir.ttp.prompts import parse_generated
-    from personalir.ttp.selection import RewriteScorer
-    from personalir.ttp.sft import build_prompt
+    from personalir.ttp.model.prompts import parse_generated
+    from personalir.ttp.model.search import exact_search, per_query_measures
+    from personalir.ttp.training.selection import RewriteScorer
+    from personalir.ttp.training.sft_data import build_prompt
 
     corpus, examples = _world()
     settings = SFTSettings(item_fields=("title",), max_item_tokens=16, max_query_tokens=200)
@@ -307,8 +308,8 @@ def test_rewriter_is_scored_by_the_base_bi_encoder_on_its_rewrites(backbone):
 
 
 def test_decoupled_retriever_trains_on_the_rewrites(tmp_path, monkeypatch):
-    from personalir.ttp import dense_ft
-    from personalir.ttp.data import write_examples
+    from personalir.ttp.inputs.data import write_examples
+    from personalir.ttp.training import dense_ft
 
     corpus, examples = _world()
     corpus.write(tmp_path / "items.parquet")
@@ -364,11 +365,12 @@ def test_embedder_is_scored_without_history_or_generation(backbone):
     in the rewrite's place (nothing generated); equal to the run's own retrieval, by hand."""
     from dataclasses import replace
 
-    from personalir.ttp.baselines import LLMEmbedding, RetrievalContext
-    from personalir.ttp.evaluate import exact_search, per_query_measures
-    from personalir.ttp.selection import EmbedderScorer
-    from personalir.ttp.sft import build_prompt
-    from personalir.ttp.training import embedder_record
+    from personalir.ttp.methods.base import RetrievalContext
+    from personalir.ttp.methods.ttp import LLMEmbedding
+    from personalir.ttp.model.search import exact_search, per_query_measures
+    from personalir.ttp.training.jobs import embedder_record
+    from personalir.ttp.training.selection import EmbedderScorer
+    from personalir.ttp.training.sft_data import build_prompt
 
     corpus, examples = _world()
     settings = SFTSettings(item_fields=("title",), max_item_tokens=16, max_query_tokens=200)

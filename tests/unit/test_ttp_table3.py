@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from personalir.ttp.data import ExampleFormatError, Item, ItemCorpus
-from personalir.ttp.table3 import make_table3
+from personalir.ttp.inputs.data import ExampleFormatError, Item, ItemCorpus
+from personalir.ttp.paper.table3 import make_table3
 
 ITEMS = ("I1", "I2", "I3", "I4", "I5")
 # The paper-results file's shape (values of config/paper_results/ttp.yaml; LongTail left out).

@@ -37,7 +37,7 @@ def test_loopback_names():
 
 
 def test_teacher_refuses_a_key_over_plain_http(monkeypatch):
-    from personalir.ttp.teacher import OpenAICompatibleTeacher
+    from personalir.ttp.training.teacher import OpenAICompatibleTeacher
 
     monkeypatch.setenv("TTP_TEST_KEY", "secret")
     with pytest.raises(ValueError, match="ttp.teacher.base_url"):

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from personalir import workflow_support as ws
+from personalir.workflow import support as ws
 
 
 def _retrieval(use, retrievers, run_files=None):

@@ -8,6 +8,7 @@ visible GPU fails at once, naming the config key, instead of deep inside a model
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 DEVICE_PATTERN = r"^(cpu|auto|cuda(:[0-9]+)?)$"
 
@@ -40,3 +41,31 @@ def resolve_device(name: str | None, key: str) -> str:
             f"{key} is {name!r} but torch sees {torch.cuda.device_count()} CUDA GPU(s)"
         )
     return name
+
+
+# The TTP stage's device: the config key ``ttp.device``.
+TTP_DEVICE_KEY = "ttp.device"
+
+
+def ttp_device(ttp: Mapping | None) -> str:
+    """The device of the ``ttp`` section (or of the part of it a rule passes): ``cpu`` when
+    the key is absent; ``auto`` is CUDA when a GPU is visible; ``cuda`` without one raises a
+    ValueError naming ``ttp.device`` (:func:`resolve_device`)."""
+    return resolve_device((ttp or {}).get("device", "cpu"), TTP_DEVICE_KEY)
+
+
+def to_device(model, device: str):
+    """``model`` moved to ``device``; on the CPU (where TTP loads every model) untouched."""
+    if device == "cpu":
+        return model
+    return model.to(device)
+
+
+def use_cuda_index(device) -> None:
+    """Make ``cuda:<n>`` torch's current GPU, so libraries that place on plain ``cuda``
+    (accelerate, TRL) use the configured one."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)

@@ -72,7 +72,7 @@ def context_key(ctx: dict, fields: tuple[str, ...]) -> str:
     return "|".join(str(ctx.get(f, "")) for f in fields)
 
 
-def _laplace(counts: dict[str, float], alpha: float) -> dict[str, float]:
+def laplace_smoothed(counts: dict[str, float], alpha: float) -> dict[str, float]:
     total = sum(counts.get(m, 0) for m in MECHANISM_NAMES)
     denom = total + alpha * len(MECHANISM_NAMES)
     return {m: (counts.get(m, 0) + alpha) / denom for m in MECHANISM_NAMES}
@@ -142,7 +142,7 @@ class ErrorProfile:
     def p_mechanisms(self) -> dict[str, float]:
         key = "p_m"
         if key not in self._cache:
-            lap = _laplace(self.mechanism_counts, self.params.alpha)
+            lap = laplace_smoothed(self.mechanism_counts, self.params.alpha)
             if self.parent is None:
                 self._cache[key] = lap
             else:
@@ -154,12 +154,12 @@ class ErrorProfile:
         if key in self._cache:
             return self._cache[key]
         n_c = self._edits_in(ctx)
-        local = _laplace(self.context_mechanism_counts.get(ctx, {}), self.params.alpha)
+        local = laplace_smoothed(self.context_mechanism_counts.get(ctx, {}), self.params.alpha)
         w_c = n_c / (n_c + self.params.kappa) if n_c else 0.0
         if self.parent is None:
             backoff = self.p_mechanisms()
         else:
-            own = _laplace(self.mechanism_counts, self.params.alpha)
+            own = laplace_smoothed(self.mechanism_counts, self.params.alpha)
             backoff = _mix(self.shrinkage_weight, own, self.parent.p_mechanisms_given(ctx))
         out = _mix(w_c, local, backoff)
         self._cache[key] = out

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from personalir.errors.mechanisms import MECHANISM_NAMES
-from personalir.errors.profiles import ProfileSet, _laplace, jensen_shannon
+from personalir.errors.profiles import ProfileSet, jensen_shannon, laplace_smoothed
 
 PLANTED = tuple(m for m in MECHANISM_NAMES if m != "other")
 
@@ -38,7 +38,7 @@ def _estimate(counts: dict[str, int], profiles: ProfileSet) -> dict[str, float]:
     """P_u(m) from mechanism counts alone (as ErrorProfile.p_mechanisms computes it)."""
     n = sum(counts.values())
     lam = n / (n + profiles.params.kappa) if n else 0.0
-    lap = _laplace(counts, profiles.params.alpha)
+    lap = laplace_smoothed(counts, profiles.params.alpha)
     g = profiles.global_profile.p_mechanisms()
     return {m: lam * lap[m] + (1 - lam) * g[m] for m in MECHANISM_NAMES}
 

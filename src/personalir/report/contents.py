@@ -41,7 +41,7 @@ class PaperItem:
 
 
 _P = PaperItem
-#: The closing discussion of both documents (``personalir.ttp.on_pqb``).
+#: The closing discussion of both documents (``personalir.ttp.evaluation.on_pqb``).
 _TTP_ON_PQB = (
     _P(
         "TTP on PQB",

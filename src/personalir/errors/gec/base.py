@@ -24,14 +24,14 @@ class GECError(RuntimeError):
     """A backend cannot run as configured (missing model, package or file)."""
 
 
-def _version(dist: str) -> str:
+def package_version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "absent"
 
 
-def _hash(obj: Any) -> str:
+def json_hash(obj: Any) -> str:
     blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 

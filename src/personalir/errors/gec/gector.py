@@ -13,7 +13,13 @@ import hashlib
 import io
 from pathlib import Path
 
-from personalir.errors.gec.base import GEC_BACKENDS, GECBackend, GECError, _hash, _version
+from personalir.errors.gec.base import (
+    GEC_BACKENDS,
+    GECBackend,
+    GECError,
+    json_hash,
+    package_version,
+)
 
 
 def _detokenize(tokens: list[str]) -> str:
@@ -121,11 +127,11 @@ class GectorBackend(GECBackend):
             "max_length",
         )
         verb = Path(self.params["verb_dict"]).read_bytes()
-        return _hash(
+        return json_hash(
             {
                 "backend": self.name,
-                "gector": _version("gector"),
-                "transformers": _version("transformers"),
+                "gector": package_version("gector"),
+                "transformers": package_version("transformers"),
                 "params": {k: self.params.get(k) for k in keys},
                 "verb_dict": hashlib.sha256(verb).hexdigest(),
             }

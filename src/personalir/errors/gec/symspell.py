@@ -18,9 +18,9 @@ from personalir.errors.gec.base import (
     GEC_BACKENDS,
     GECBackend,
     GECError,
-    _hash,
-    _version,
+    json_hash,
     match_case,
+    package_version,
 )
 from personalir.errors.lexicon import WORD, Lexicon, normalise_apostrophes, word_usage
 
@@ -122,10 +122,10 @@ class SymSpellBackend(GECBackend):
 
     def fingerprint(self) -> str:
         counts = hashlib.sha256(json.dumps(sorted(self.corpus_counts.items())).encode()).hexdigest()
-        return _hash(
+        return json_hash(
             {
                 "backend": self.name,
-                "symspellpy": _version("symspellpy"),
+                "symspellpy": package_version("symspellpy"),
                 "params": self.params,
                 "lexicon": self.lexicon.fingerprint(),
                 "corpus_counts": counts,

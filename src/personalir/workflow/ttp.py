@@ -1,0 +1,543 @@
+"""Helpers of rules/ttp.smk (kept out of the Snakefile, which stays glue).
+
+An *example set* is what one ``ttp_examples`` job builds: one per configured domain for the
+sample world, one named ``PersonalWAB`` for PersonalWAB's files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+
+def method_class(method: str):
+    """The registered TTP method (its class states the models, keys and threads it needs)."""
+    from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
+
+    return PERSONAL_RETRIEVERS.get(method)
+
+
+# The one example set of a public source used for training (``ttp.source``).
+SOURCE_SETS = {"personalwab": "PersonalWAB", "kuaisearch": "KuaiSearch"}
+
+
+def example_sets(config: Mapping) -> list[str]:
+    """``ttp.domains`` (a subset of ``domains``, in that order) or every configured domain."""
+    if config["ttp"]["source"] in SOURCE_SETS:
+        return [SOURCE_SETS[config["ttp"]["source"]]]
+    chosen = config["ttp"].get("domains")
+    if chosen is None:
+        return list(config["domains"])
+    unknown = sorted(set(chosen) - set(config["domains"]))
+    if unknown and config["ttp"].get("enabled", True):
+        raise ValueError(
+            f"ttp.domains {unknown} are not among the configured domains {config['domains']}:"
+            " set ttp.domains to some of them (null: all), or ttp.enabled to false"
+        )
+    return [d for d in config["domains"] if d in chosen]
+
+
+def dense_model_dir(results_dir: str, variant: str) -> str:
+    return f"{results_dir}/ttp/dense/{variant}"
+
+
+def dense_model(config: Mapping, variant: str) -> str:
+    """The bi-encoder a dense baseline uses: the fine-tuned folder, or the base model."""
+    if config["ttp"]["dense"]["fine_tune"]:
+        return dense_model_dir(config["results_dir"], variant)
+    return config["ttp"]["dense"]["model"]
+
+
+def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]:
+    """Files the ``ttp_run`` job of ``method`` needs besides its examples and items.
+
+    Every model folder the workflow builds that the method's run is handed (see
+    :func:`run_models`), named by its config (kept) and its weights (a temporary output),
+    and the TTP run's rewrites when the method reads them.
+    """
+    res = config["results_dir"]
+    used = set(run_models(config, method, example_set).values())
+    out: dict[str, str] = {}
+
+    def add_if_used(name: str, folder: str, config_file: str, weights: str) -> None:
+        if folder in used:
+            out[name] = f"{folder}/{config_file}"
+            out[f"{name}_weights"] = f"{folder}/{weights}"
+
+    add_if_used("dense_model", dense_model_dir(res, "dense"), "config.json", "model.safetensors")
+    add_if_used(
+        "history_model", dense_model_dir(res, "history_aware"), "config.json", "model.safetensors"
+    )
+    add_if_used(
+        "decoupled_model", dense_model_dir(res, "decoupled"), "config.json", "model.safetensors"
+    )
+    if method_class(method).needs_rewrites:
+        out["rewrites"] = rewrites_file(res, example_set)
+    add_if_used("backbone", f"{res}/ttp/backbone", "config.json", "model.safetensors")
+    donor = encoding_donor(config, method)
+    if donor:  # runs after the donor, whose item encodings it reads from the cache
+        out["encodings_from"] = f"{res}/ttp/{example_set}/runs/{donor}.info.json"
+    if cache_dir(res, example_set) in used:
+        out["store"] = f"{cache_dir(res, example_set)}/store.json"
+        out["store_embeddings"] = f"{cache_dir(res, example_set)}/embeddings.parquet"
+    add_if_used(
+        "student_model",
+        student_dir(res, getattr(method_class(method), "variant", "full")),
+        "config.json",
+        "model.safetensors",
+    )
+    add_if_used(
+        "adapter",
+        adapter_dir(res, method_adapter(config, method)),
+        "adapter_config.json",
+        "adapter_model.safetensors",
+    )
+    for kind in FUSION_KINDS:
+        add_if_used(kind, fusion_dir(res, kind), "fusion.json", "fusion.safetensors")
+    return out
+
+
+# The history-fusion baselines (personalir.ttp.training.fusion), one trained module each.
+FUSION_KINDS = ("uia", "maps")
+
+
+def fusion_dir(results_dir: str, kind: str) -> str:
+    """The folder of a history-fusion baseline's module (``uia`` or ``maps``)."""
+    return f"{results_dir}/ttp/fusion/{kind}"
+
+
+def fusion_inputs(config: Mapping) -> dict[str, str]:
+    """Inputs of ``ttp_fusion`` beyond the examples and items: the query-only dense
+    bi-encoder's files when the workflow fine-tunes it (else a named model is read)."""
+    if not config["ttp"]["dense"]["fine_tune"]:
+        return {}
+    folder = dense_model_dir(config["results_dir"], "dense")
+    return {"dense": f"{folder}/config.json", "dense_weights": f"{folder}/model.safetensors"}
+
+
+def rewrites_file(results_dir: str, example_set: str) -> str:
+    """The frozen Decoupled-Stage rewriter's rewrites of one set's examples."""
+    return f"{results_dir}/ttp/{example_set}/rewrites.json"
+
+
+def dense_ft_inputs(config: Mapping, variant: str) -> dict[str, list[str]]:
+    """Inputs of ``ttp_dense_ft`` beyond the examples and items: the ``decoupled`` variant
+    trains on the rewriter's rewrites of every set."""
+    if variant != "decoupled":
+        return {}
+    res = config["results_dir"]
+    return {"rewrites": [rewrites_file(res, s) for s in example_sets(config)]}
+
+
+def method_adapter(config: Mapping, method: str) -> str:
+    """The TTP adapter a method loads (``sft``, ``rl:<variant>``); ``teacher`` (the cached
+    serving method) resolves to the adapter of ``ttp.student.teacher``."""
+    adapter = getattr(method_class(method), "adapter", "sft")
+    if adapter == "teacher":
+        adapter = getattr(method_class(config["ttp"]["student"]["teacher"]), "adapter", "sft")
+    return adapter
+
+
+def encoding_donor(config: Mapping, method: str) -> str | None:
+    """The configured method whose item encodings ``method`` reuses: a TTP retrieval
+    without the rewrite (w/o Intent-Q) reads those of the method with the same adapter that
+    generates it, when both are configured; the cached serving method reads the teacher's."""
+    cls = method_class(method)
+    if getattr(cls, "adapter", None) == "teacher":
+        teacher = config["ttp"]["student"]["teacher"]
+        return teacher if teacher in config["ttp"]["methods"] else None
+    if getattr(cls, "intent_q", True) or not hasattr(cls, "adapter"):
+        return None
+    for other in config["ttp"]["methods"]:
+        o = method_class(other)
+        if (
+            other != method
+            and getattr(o, "intent_q", False)
+            and getattr(o, "adapter", None) == (cls.adapter)
+        ):
+            return other
+    return None
+
+
+def adapter_dir(results_dir: str, adapter: str) -> str:
+    """The folder of a TTP adapter: ``sft``, ``embedder`` (the LLM-embedding baseline's), or
+    ``rl:<variant>`` (an RL variant's)."""
+    if adapter in ("sft", "embedder"):
+        return f"{results_dir}/ttp/{adapter}/adapter"
+    kind, _, variant = adapter.partition(":")
+    if kind != "rl" or not variant:
+        raise ValueError(f"unknown TTP adapter {adapter!r} (sft, embedder or rl:<variant>)")
+    return f"{results_dir}/ttp/rl/{variant}/adapter"
+
+
+def rl_variants(config: Mapping) -> list[str]:
+    """The RL variants the workflow trains: those the configured methods evaluate (none when
+    ``ttp.rl.enabled`` is false; a method needing one then stops the workflow)."""
+    rl = config["ttp"]["rl"]
+    needed = []
+    for method in config["ttp"]["methods"]:
+        adapter = method_adapter(config, method)
+        if adapter.startswith("rl:"):
+            needed.append(adapter.split(":", 1)[1])
+    needed = list(dict.fromkeys(needed))
+    if needed and not rl["enabled"] and config["ttp"].get("enabled", True):
+        raise ValueError(
+            f"ttp.methods need RL variants {needed} but ttp.rl.enabled is false: remove the "
+            "ttp_rl* methods or enable RL"
+        )
+    unknown = [v for v in needed if v not in (rl.get("variants") or {})]
+    if unknown and config["ttp"].get("enabled", True):
+        raise ValueError(
+            f"ttp.methods need RL variants {unknown} that ttp.rl.variants does not define"
+        )
+    return needed if rl["enabled"] else []
+
+
+# The RL variant that chooses the GRPO step count on the validation split; the others train
+# for the count it chose (the same budget for every ablation).
+SELECTING_RL_VARIANT = "full"
+
+
+def rl_selection_input(config: Mapping, variant: str) -> dict[str, str]:
+    """``{"selection": report}`` of the selecting variant for every other variant when the
+    workflow trains it; empty for the selecting variant (or when it is not trained)."""
+    if variant == SELECTING_RL_VARIANT or SELECTING_RL_VARIANT not in rl_variants(config):
+        return {}
+    return {"selection": f"{config['results_dir']}/ttp/rl/{SELECTING_RL_VARIANT}.report.json"}
+
+
+def rl_threads(config: Mapping) -> int:
+    return int(config["ttp"]["rl"]["threads"] or sft_threads(config))
+
+
+def run_models(config: Mapping, method: str, example_set: str | None = None) -> dict[str, str]:
+    """Role -> model folder of a method's run; ``ttp_store`` (the cached serving method's
+    embedding store) is per example set."""
+    res = config["results_dir"]
+    models = {
+        "dense": dense_model(config, "dense"),
+        "history_aware": dense_model(config, "history_aware"),
+        "decoupled": dense_model(config, "decoupled"),
+        "uia": fusion_dir(res, "uia"),
+        "maps": fusion_dir(res, "maps"),
+        "generator": (
+            f"{res}/ttp/backbone"
+            if config["ttp"]["hyde"]["generator"] == "backbone"
+            else config["ttp"]["hyde"]["generator"]
+        ),
+        "ttp_backbone": f"{res}/ttp/backbone",
+        "ttp_adapter": adapter_dir(res, method_adapter(config, method)),
+        "student": student_dir(res, getattr(method_class(method), "variant", "full")),
+        "ttp_store": cache_dir(res, example_set or "{ttp_set}"),
+    }
+    return {role: models[role] for role in method_class(method).model_roles}
+
+
+def example_inputs(config: Mapping, example_set: str) -> dict[str, str]:
+    """Inputs of ``ttp_examples``: the search log and product tables (sample world only)."""
+    if config["ttp"]["source"] != "sample_world":
+        return {}
+    res = config["results_dir"]
+    return {
+        "search_log": f"{res}/sample_world/{example_set}/search_log.jsonl",
+        "products": f"{res}/data/{example_set}/products.parquet",
+        "meta": f"{res}/data/{example_set}/meta.parquet",
+    }
+
+
+def example_source_args(config: Mapping, inputs: Mapping[str, str]) -> str:
+    """Command-line options naming where ``ttp_examples`` reads its source."""
+    args = [f"--{key.replace('_', '-')} {path}" for key, path in inputs.items()]
+    for key in ("personalwab_dir", "kuaisearch_dir"):
+        if config["ttp"].get(key):
+            args.append(f"--{key.replace('_', '-')} {config['ttp'][key]}")
+    return " ".join(args)
+
+
+def run_specs(config: Mapping) -> str:
+    """``SET:METHOD:PATH`` of every run, for ``ttp_evaluate``."""
+    res = config["results_dir"]
+    return " ".join(
+        f"{s}:{m}:{res}/ttp/{s}/runs/{m}.trec"
+        for s in example_sets(config)
+        for m in config["ttp"]["methods"]
+    )
+
+
+def rewrites_option(inputs: Mapping) -> str:
+    """``--rewrites PATH...`` for the decoupled baseline and its retriever's fine-tuning
+    (the rewriter's rewrites), else nothing."""
+    if "rewrites" not in inputs:
+        return ""
+    paths = inputs["rewrites"]
+    return "--rewrites " + " ".join([paths] if isinstance(paths, str) else list(paths))
+
+
+def run_params(config: Mapping, method: str, extra: tuple[str, ...] = ()) -> str:
+    """The ``ttp`` sections a method's job reads: items, depth, ``device`` (where its models
+    run), its ``config_keys`` and ``extra`` (the Relevance job adds ``evaluation`` for its
+    bootstrap)."""
+    ttp = config["ttp"]
+    return json.dumps(
+        {k: ttp[k] for k in run_keys(method, extra)}, sort_keys=True, separators=(",", ":")
+    )
+
+
+def run_keys(method: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The ``ttp`` keys a method's run reads (:func:`run_params`, :func:`history_run_params`)."""
+    return ("items", "depth", "device", *method_class(method).config_keys, *extra)
+
+
+def ttp_gpu(config: Mapping, method: str | None = None) -> int:
+    """GPUs a TTP job that loads a model asks the scheduler for (its ``gpu`` resource): 1 when
+    ``ttp.device`` names CUDA (``cuda``, ``cuda:<n>``), else 0 (``auto`` uses a GPU only
+    where a job happens to have one). A method's run asks only when the method loads a model
+    (BM25 does not)."""
+    if not str(config["ttp"].get("device", "cpu")).startswith("cuda"):
+        return 0
+    if method is not None and not method_class(method).model_roles:
+        return 0
+    return 1
+
+
+def sft_threads(config: Mapping) -> int:
+    """CPU threads of SFT: ``ttp.sft.threads``, else the workflow's ``threads``."""
+    return int(config["ttp"]["sft"]["threads"] or config["threads"])
+
+
+def run_threads(config: Mapping, method: str) -> int:
+    """CPU threads of a method's run: SFT's for the generating methods, one for the others."""
+    return sft_threads(config) if method_class(method).generates_text else 1
+
+
+# --------------------------------------------------------------------------- Relevance
+def relevance_methods(config: Mapping) -> list[str]:
+    """The methods of Table 4's Relevance column (``ttp.relevance_test.methods``), each of
+    which must be an evaluated method (``ttp.methods``)."""
+    ttp = config["ttp"]
+    methods = list(ttp["relevance_test"]["methods"])
+    unknown = [m for m in methods if m not in ttp["methods"]]
+    if unknown:
+        raise ValueError(
+            f"ttp.relevance_test.methods {unknown} are not in ttp.methods; add them there"
+        )
+    return methods
+
+
+def relevance_pair_inputs(config: Mapping, example_set: str) -> dict[str, str]:
+    """Inputs of ``ttp_relevance_pairs``: a configured Relevance file, else what the sample
+    world's set is built from (its examples and planted product types)."""
+    res = config["results_dir"]
+    configured = config["ttp"]["relevance_test"]["file"]
+    if configured:
+        return {"file": configured}
+    if config["ttp"]["source"] != "sample_world":
+        raise ValueError(
+            "ttp.relevance_test.file is null: a Relevance set is built only from the sample "
+            f"world (ttp.source is {config['ttp']['source']!r}); configure a file"
+        )
+    return {
+        "examples": f"{res}/ttp/{example_set}/examples.jsonl",
+        "truth": f"{res}/sample_world/{example_set}/planted_truth.json",
+    }
+
+
+# --------------------------------------------------------------------------- student
+def student_dir(results_dir: str, variant: str) -> str:
+    """The folder of one Table 8 variant's distilled student."""
+    return f"{results_dir}/ttp/student/{variant}"
+
+
+def student_variants(config: Mapping) -> list[str]:
+    """The student variants the configured methods evaluate (``student``: ``full``)."""
+    found = []
+    for method in config["ttp"]["methods"]:
+        cls = method_class(method)
+        if "student" in cls.model_roles:
+            found.append(cls.variant)
+    return list(dict.fromkeys(found))
+
+
+def teacher_adapter(config: Mapping) -> str:
+    """The adapter folder of ``ttp.student.teacher`` (a TTP method: ``ttp`` or ``ttp_rl``)."""
+    teacher = config["ttp"]["student"]["teacher"]
+    adapter = getattr(method_class(teacher), "adapter", None)
+    if adapter is None or not getattr(method_class(teacher), "intent_q", False):
+        raise ValueError(
+            f"ttp.student.teacher {teacher!r} is not a TTP method that writes rewrites"
+        )
+    if adapter.startswith("rl:") and adapter.split(":", 1)[1] not in rl_variants(config):
+        raise ValueError(
+            f"ttp.student.teacher {teacher!r} needs RL variant {adapter.split(':', 1)[1]!r},"
+            " which the workflow does not train (add the method to ttp.methods)"
+        )
+    return adapter_dir(config["results_dir"], adapter)
+
+
+def teacher_rewrites_file(results_dir: str, example_set: str) -> str:
+    return f"{results_dir}/ttp/{example_set}/teacher_rewrites.json"
+
+
+# --------------------------------------------------------------------------- serving
+def cache_dir(results_dir: str, example_set: str) -> str:
+    """One example set's embedding store (:mod:`personalir.ttp.methods.serving`)."""
+    return f"{results_dir}/ttp/{example_set}/cache"
+
+
+def serving_methods(config: Mapping) -> list[str]:
+    """The configured methods that serve from an embedding store (``ttp_cached``)."""
+    return [m for m in config["ttp"]["methods"] if "ttp_store" in method_class(m).model_roles]
+
+
+def teacher_inputs(config: Mapping, example_set: str) -> dict[str, str]:
+    """The model files of the student's teacher (backbone and adapter), which
+    ``ttp_teacher_rewrites`` generates and ``ttp_cache_store`` embeds with."""
+    teacher = config["ttp"]["student"]["teacher"]
+    teacher_adapter(config)  # a TTP method that writes rewrites, its adapter trained
+    keep = ("backbone", "backbone_weights", "adapter", "adapter_weights")
+    return {k: v for k, v in run_inputs(config, teacher, example_set).items() if k in keep}
+
+
+def cache_store_models(config: Mapping) -> str:
+    teacher = config["ttp"]["student"]["teacher"]
+    return json.dumps(run_models(config, teacher), sort_keys=True, separators=(",", ":"))
+
+
+def cache_store_params(config: Mapping) -> str:
+    """The ``ttp`` sections the store's job reads: the teacher's, history selection, serving."""
+    teacher = config["ttp"]["student"]["teacher"]
+    return run_params(config, teacher, ("history", "serving", "student"))
+
+
+# --------------------------------------------------------------------------- history sweep
+def history_values(config: Mapping) -> list[int]:
+    """The history-length sweep's N values (Figure 6); [] when TTP or the sweep is off."""
+    from personalir.ttp.evaluation.history_sweep import sweep_values
+
+    return sweep_values(config["ttp"]) if config["ttp"].get("enabled", True) else []
+
+
+def history_dir(results_dir: str, n) -> str:
+    """The folder of one sweep point (its examples, targets, adapter and runs)."""
+    return f"{results_dir}/ttp/history/n{n}"
+
+
+def history_params(config: Mapping, n, keys: tuple[str, ...]) -> str:
+    """The ``keys`` of the ``ttp`` section as sweep point ``n`` runs with it (JSON)."""
+    from personalir.ttp.evaluation.history_sweep import point_ttp
+
+    ttp = point_ttp(config["ttp"], int(n))
+    return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
+
+
+def history_run_params(config: Mapping, n) -> str:
+    """The TTP run's ``ttp`` sections (:func:`run_params`' keys for ``ttp``) at point ``n``."""
+    return history_params(config, n, run_keys("ttp"))
+
+
+def history_run_models(config: Mapping, n) -> str:
+    """The TTP run's models at sweep point ``n``: the backbone and the point's adapter."""
+    res = config["results_dir"]
+    models = {
+        "ttp_backbone": f"{res}/ttp/backbone",
+        "ttp_adapter": f"{history_dir(res, n)}/adapter",
+    }
+    return json.dumps(models, sort_keys=True, separators=(",", ":"))
+
+
+# --------------------------------------------------------------------------- Table 5
+def public_sets(config: Mapping) -> dict[str, dict]:
+    """``ttp.public.sets`` (Table 5 column -> ``{format, dir, fixture_domain}``), checked:
+    exactly one of ``dir`` and ``fixture_domain``, a fixture domain among ``domains``, no name
+    shared with a training set, every method in ``ttp.methods``."""
+    ttp = config["ttp"]
+    sets = {
+        k: {"dir": None, "fixture_domain": None, **v}
+        for k, v in (ttp.get("public") or {}).get("sets", {}).items()
+    }
+    if not sets or not ttp.get("enabled", True):
+        return {}
+    for name, spec in sets.items():
+        where = f"ttp.public.sets.{name}"
+        if bool(spec.get("dir")) == bool(spec.get("fixture_domain")):
+            raise ValueError(f"{where}: give exactly one of dir and fixture_domain")
+        domain = spec.get("fixture_domain")
+        if domain and domain not in config["domains"]:
+            raise ValueError(
+                f"{where}.fixture_domain {domain!r} is not a configured domain "
+                f"{config['domains']}: name one of them (an overlay cannot empty ttp.public.sets)"
+            )
+        if name in example_sets(config):
+            raise ValueError(f"{where}: the name {name!r} is already a training example set")
+    unknown = [m for m in ttp["public"]["methods"] if m not in ttp["methods"]]
+    if unknown:
+        raise ValueError(
+            f"ttp.public.methods {unknown} are not in ttp.methods: add them there or remove "
+            "them from ttp.public.methods"
+        )
+    return sets
+
+
+def public_sets_of(config: Mapping, fmt: str) -> list[str]:
+    return [k for k, v in public_sets(config).items() if v["format"] == fmt]
+
+
+def public_fixture_inputs(config: Mapping, name: str) -> dict[str, str]:
+    """The sample-world files a fixture-scale public set is written from."""
+    domain = public_sets(config)[name]["fixture_domain"]
+    root = f"{config['results_dir']}/sample_world/{domain}"
+    return {
+        "reviews": f"{root}/{domain}.jsonl",
+        "meta": f"{root}/meta_{domain}.jsonl",
+        "search_log": f"{root}/search_log.jsonl",
+    }
+
+
+# Files a fixture-scale set's format writes, relative to its folder.
+PUBLIC_FIXTURE_FILES = {
+    "personalwab": ("all_products.json", "user_history.json", "user_instructions.json"),
+    "kuaisearch": (
+        "items_lite/train.jsonl",
+        "recall_lite/train.jsonl",
+        "recall_lite/test.jsonl",
+    ),
+}
+
+
+def public_fixture_dir(results_dir: str, name: str) -> str:
+    return f"{results_dir}/ttp/public/{name}/files"
+
+
+def public_data_dir(config: Mapping, name: str) -> str:
+    spec = public_sets(config)[name]
+    return spec["dir"] or public_fixture_dir(config["results_dir"], name)
+
+
+def public_source_inputs(config: Mapping, name: str) -> dict[str, list[str]]:
+    """Inputs of ``ttp_public_examples``: a fixture's files (a configured folder is read as is)."""
+    spec = public_sets(config)[name]
+    if spec["dir"]:
+        return {}
+    folder = public_fixture_dir(config["results_dir"], name)
+    return {"files": [f"{folder}/{f}" for f in PUBLIC_FIXTURE_FILES[spec["format"]]]}
+
+
+def public_cells(config: Mapping, paper_path: str) -> dict[str, list[str]]:
+    """Set -> the measures Table 5 shows for it: the paper's columns for a set it reports
+    (``table5.columns`` of the paper-results file), else all three."""
+    import yaml
+
+    from personalir.ttp.evaluation.public import MEASURES
+
+    with open(paper_path, encoding="utf-8") as fh:
+        columns = ((yaml.safe_load(fh) or {}).get("table5") or {}).get("columns") or {}
+    return {s: list(columns.get(s) or MEASURES) for s in public_sets(config)}
+
+
+def public_run_specs(config: Mapping) -> list[tuple[str, str, str]]:
+    res = config["results_dir"]
+    return [
+        (s, m, f"{res}/ttp/{s}/runs/{m}.trec")
+        for s in public_sets(config)
+        for m in config["ttp"]["public"]["methods"]
+    ]
