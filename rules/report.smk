@@ -166,7 +166,7 @@ CLAIM_INPUTS = [
         results("errors", "sampling_eval.csv"),
     )
     if t in FINAL_TARGETS
-] + ([results("ttp", "ablations", "claims.json")] if config["ttp"]["enabled"] else [])
+] + ([results("ttp", "claims", "claims.json")] if config["ttp"]["enabled"] else [])
 
 
 rule report_claims:

@@ -1,10 +1,67 @@
-# TTP stage, the paper's descriptive items (plotting and counting only, no model runs):
-# Table 3 (the test sets' statistics) from the example files, Figure 3 (what the rewrites
-# do) from a method's run by a rule-based classifier, and Table 4 drawn as a figure. Names come from rules/ttp.smk.
+# TTP stage, the paper's tables (rendering only, no model runs): Tables 3-8 in CSV and LaTeX,
+# ours beside the paper's values, and Table 4 drawn as a figure. Names come from
+# rules/ttp.smk.
 
-from personalir.ttp.paper import figure3 as ttp_figure3_lib
 
-TTP_FIGURE3_METHOD = ttp_figure3_lib.figure3_method(config)
+rule ttp_table:
+    """The paper's Table 4 layout (methods x General/Broad/LongTail) as CSV and LaTeX."""
+    input:
+        summary=results("ttp", "summary.parquet"),
+        labels=results("ttp", "labels.json"),
+        paper=TTP["paper_reference"] or [],
+        relevance=expand(
+            results("ttp", "{ttp_set}", "relevance", "{method}.json"),
+            ttp_set=TTP_SETS,
+            method=TTP_RELEVANCE_METHODS,
+        ),
+    output:
+        csv=shown(results("ttp", "table4.csv"), "ttp_table4", "TTP", "Tables"),
+        tex=generated("ttp_table4.tex"),
+    params:
+        ttp=params_json("ttp", keys=("methods", "paper_reference")),
+        label=config["label"],
+    benchmark:
+        bench("ttp", "ttp_table")
+    log:
+        logs("ttp", "table.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_table.py --summary {input.summary}"
+        " --labels {input.labels} --params {params.ttp:q} --label {params.label:q}"
+        " --relevance {input.relevance} --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+
+
+rule ttp_table8:
+    """The distilled student's Table 8 (teacher and student variants, Recall@20)."""
+    input:
+        summary=results("ttp", "summary.parquet"),
+        labels=results("ttp", "labels.json"),
+        paper=TTP["paper_reference"] or [],
+    output:
+        csv=results("ttp", "table8.csv"),
+        tex=generated("ttp_table8.tex"),
+    params:
+        ttp=params_json("ttp", keys=("methods", "student", "paper_reference")),
+        label=config["label"],
+    benchmark:
+        bench("ttp", "ttp_table8")
+    log:
+        logs("ttp", "table8.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_table8.py --summary {input.summary}"
+        " --labels {input.labels} --params {params.ttp:q} --label {params.label:q}"
+        " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
 
 
 rule ttp_table3:
@@ -55,29 +112,23 @@ rule ttp_table3:
         " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
 
 
-rule ttp_figure3:
-    """Figure 3: `ttp.figure3.method`'s rewrites of every `ttp.figure3.set` test query, by a
-    rule-based classifier, beside the paper's human-annotated shares (cases, shares, PDF)."""
+rule ttp_table5:
+    """Table 5 (public benchmarks, ours beside the paper's); without public sets, the
+    paper's values and the reason ours are absent."""
     input:
-        examples=expand(results("ttp", "{ttp_set}", "examples.jsonl"), ttp_set=TTP_SETS),
-        corpus=expand(results("ttp", "{ttp_set}", "items.parquet"), ttp_set=TTP_SETS),
-        infos=expand(
-            results("ttp", "{ttp_set}", "runs", f"{TTP_FIGURE3_METHOD}.info.json"),
-            ttp_set=TTP_SETS,
-        ),
+        summary=results("ttp", "public", "summary.parquet") if TTP_PUBLIC else [],
         paper=TTP["paper_reference"] or [],
     output:
-        cases=results("ttp", "figure3_cases.csv"),
-        csv=results("ttp", "figure3.csv"),
-        pdf=shown(generated("ttp_figure3.pdf"), "ttp_figure3", "TTP", "Figures"),
+        csv=results("ttp", "table5.csv"),
+        tex=generated("ttp_table5.tex"),
     params:
-        ttp=params_json("ttp", keys=("figure3", "items", "paper_reference")),
+        ttp=params_json("ttp", keys=("public", "paper_reference")),
         label=config["label"],
-        sets=TTP_SETS,
+        summary=lambda w, input: f"--summary {input.summary}" if input.summary else "",
     benchmark:
-        bench("ttp", "ttp_figure3")
+        bench("ttp", "ttp_table5")
     log:
-        logs("ttp", "figure3.log"),
+        logs("ttp", "table5.log"),
     resources:
         mem_mb=1000,
         runtime=10,
@@ -85,10 +136,44 @@ rule ttp_figure3:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_figure3.py --sets {params.sets}"
-        " --examples {input.examples} --items {input.corpus} --infos {input.infos}"
-        " --params {params.ttp:q} --label {params.label:q} --cases {output.cases}"
-        " --csv {output.csv} --pdf {output.pdf} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_table5.py {params.summary}"
+        " --params {params.ttp:q} --label {params.label:q}"
+        " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+
+
+rule ttp_ablation_tables:
+    """Tables 6 and 7 (CSV, LaTeX), Figure 5 (CSV, PDF) and the claims (Markdown, LaTeX)."""
+    input:
+        table6=results("ttp", "ablations", "table6.parquet"),
+        table7=results("ttp", "ablations", "table7.parquet"),
+        figure5=results("ttp", "ablations", "figure5.parquet"),
+        claims=results("ttp", "claims", "claims.json"),
+    output:
+        table6=shown(results("ttp", "table6.csv"), "ttp_ablations", "TTP", "Tables"),
+        table7=shown(results("ttp", "table7.csv"), "ttp_ablations", "TTP", "Tables"),
+        figure5=results("ttp", "figure5.csv"),
+        claims=results("ttp", "claims.md"),
+        table6_tex=generated("ttp_table6.tex"),
+        table7_tex=generated("ttp_table7.tex"),
+        claims_tex=generated("ttp_claims.tex"),
+        figure=shown(generated("ttp_figure5.pdf"), "ttp_figure5", "TTP", "Figures"),
+    params:
+        label=config["label"],
+    benchmark:
+        bench("ttp", "ttp_ablation_tables")
+    log:
+        logs("ttp", "ablation_tables.log"),
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    threads: 1
+    conda:
+        "../envs/ttp.yaml"
+    shell:
+        "python -u workflow_scripts/ttp_ablation_tables.py"
+        " --ablation-dir $(dirname {input.table6}) --claims {input.claims} --label {params.label:q}"
+        " --tex-dir $(dirname {output.table6_tex}) --csv-dir $(dirname {output.table6})"
+        " --figure {output.figure} > {log} 2>&1"
 
 
 rule ttp_table4_figure:
@@ -113,16 +198,3 @@ rule ttp_table4_figure:
     shell:
         "python -u workflow_scripts/ttp_table4_figure.py --table {input.table}"
         " --label {params.label:q} --pdf {output.pdf} > {log} 2>&1"
-
-
-if TTP["enabled"]:
-    FINAL_TARGETS.extend(
-        [
-            results("ttp", "table3.csv"),
-            generated("ttp_table3.tex"),
-            results("ttp", "figure3_cases.csv"),
-            results("ttp", "figure3.csv"),
-            generated("ttp_figure3.pdf"),
-            generated("ttp_table4_figure.pdf"),
-        ]
-    )

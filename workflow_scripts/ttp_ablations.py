@@ -1,5 +1,5 @@
-"""Rule ttp_ablations: Tables 6 and 7 and Figure 5 (Recall@20, paired bootstrap CIs) and the
-paper's ablation claims evaluated on the per-query measures."""
+"""Rule ttp_ablations: Tables 6 and 7 and Figure 5 (Recall@20, paired bootstrap CIs) from the
+per-query measures."""
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
@@ -14,11 +14,8 @@ def main() -> None:
         "--params",
         type=json_arg,
         required=True,
-        help="{evaluation, student, history} of the ttp section",
+        help="{evaluation} of the ttp section",
     )
-    ap.add_argument("--relevance", nargs="*", default=[], help="ttp_relevance outputs")
-    ap.add_argument("--history-sweep", help="the history-length sweep's per-query measures")
-    ap.add_argument("--public-claims", help="ttp_public_evaluate's claims (Table 5)")
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--out-dir", required=True)
     args = ap.parse_args()
@@ -29,11 +26,6 @@ def main() -> None:
         ttp_eval=args.params["evaluation"],
         seed=args.seed,
         out_dir=args.out_dir,
-        relevance_paths=args.relevance,
-        teacher=args.params["student"]["teacher"],
-        history_sweep_path=args.history_sweep,
-        main_n=args.params["history"]["n"],
-        public_claims_path=args.public_claims,
     )
     log.info("%s", summary)
 

@@ -3,7 +3,8 @@ pairs, with and without the user's history; the table's rows and the history eff
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.ttp.evaluation.on_pqb import evaluate, parse_set_name
+from personalir.ttp.evaluation.names import parse_set_name
+from personalir.ttp.evaluation.on_pqb import evaluate
 from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
 
 

@@ -177,7 +177,7 @@ def test_stage_outputs(ttp_run):
     assert (work / "results/paper/generated/ttp_sft_loss.pdf").read_bytes()[:5] == b"%PDF-"
     # the paper's claims, Table 4's among them, each held / not held / not applicable
     verdicts = {
-        c["id"]: c["status"] for c in json.loads((res / "ttp/ablations/claims.json").read_text())
+        c["id"]: c["status"] for c in json.loads((res / "ttp/claims/claims.json").read_text())
     }
     assert {"history_helps", "rl_helps", "intent_q_helps", "both_reward_terms_help"} <= set(
         verdicts

@@ -326,8 +326,8 @@ TTP = [
 def test_cli_writes_both_files_and_passes_ttp_claims_through(tmp_path, capsys):
     results = tmp_path / "results"
     write_retrieval(results)
-    (results / "ttp" / "ablations").mkdir(parents=True)
-    (results / "ttp" / "ablations" / "claims.json").write_text(json.dumps(TTP))
+    (results / "ttp" / "claims").mkdir(parents=True)
+    (results / "ttp" / "claims" / "claims.json").write_text(json.dumps(TTP))
     cfg = tmp_path / "config.yaml"
     cfg.write_text(yaml.safe_dump(config()))
     out_csv, out_md = tmp_path / "out" / "claims.csv", tmp_path / "out" / "claims.md"

@@ -56,7 +56,12 @@ def test_presentation_modules_exist():
         if ws.is_presentation_module(p.relative_to(REPO).as_posix())
     ]
     # Every stage that renders tables or figures keeps them in modules of their own.
-    for module in ("common/latex.py", "syntax/tables.py", "syntax/figures.py", "ttp/tables.py"):
+    for module in (
+        "common/latex.py",
+        "syntax/tables.py",
+        "syntax/figures.py",
+        "ttp/paper/tables.py",
+    ):
         assert f"src/personalir/{module}" in found
 
 
@@ -75,7 +80,7 @@ def test_presentation_modules_are_code_deps_of_presentation_steps_only(stages):
 
 def test_touching_a_figure_module_reruns_only_presentation_steps(stages):
     """The stages `dvc status` lists after `touch src/personalir/syntax/figures.py` & co."""
-    for module in ("syntax/figures.py", "ttp/tables.py", "common/latex.py"):
+    for module in ("syntax/figures.py", "ttp/paper/tables.py", "common/latex.py"):
         dep = f"src/personalir/{module}"
         affected = {stage_rule(n) for n, s in stages.items() if dep in s.get("deps", [])}
         assert affected, f"no stage depends on {dep}"
@@ -97,8 +102,8 @@ def test_presentation_classification():
     assert ws.is_presentation_rule("ttp_loss_figure") and ws.is_presentation_rule("syntax_table")
     assert ws.is_presentation_rule("ttp_figure8") and ws.is_presentation_rule("ttp_table8")
     assert not ws.is_presentation_rule("ttp_tables_of_contents")
-    assert ws.is_presentation_module("src/personalir/ttp/figure8.py")
-    assert not ws.is_presentation_module("src/personalir/ttp/figure8_data.py")
+    assert ws.is_presentation_module("src/personalir/ttp/paper/figure8.py")
+    assert not ws.is_presentation_module("src/personalir/ttp/evaluation/figure8_data.py")
     assert ws.is_presentation_rule("dataset_statistics", "rules/report.smk")
     assert not ws.is_presentation_rule("ttp_check", "rules/ttp.smk")
 

@@ -177,7 +177,6 @@ def test_gguf_reranker_reads_the_shared_dequantised_copy(tiny, monkeypatch):
     model cache, and scores as the same checkpoint loaded directly."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    import personalir.common.causal_lm as causal_lm
     import personalir.retrieval.rerank as rerank
     from personalir.common.models import ModelRef
 
@@ -189,7 +188,7 @@ def test_gguf_reranker_reads_the_shared_dequantised_copy(tiny, monkeypatch):
         tok = AutoTokenizer.from_pretrained(src)
         return AutoModelForCausalLM.from_pretrained(src).eval(), tok
 
-    monkeypatch.setattr(causal_lm, "load_causal_lm", fake_load)
+    monkeypatch.setattr(rerank, "load_causal_lm", fake_load)
     monkeypatch.setattr(
         rerank,
         "resolve_model",

@@ -147,55 +147,62 @@ def test_shipped_configs_set_the_device():
 # --------------------------------------------------------------------------- the plumbing
 # Rules whose jobs load a model (a bi-encoder, reranker, generator or the TTP backbone) and
 # read their `ttp` params from params_json / history_params.
-MODEL_RULES = {
-    "ttp.smk": (
-        "ttp_examples",
-        "ttp_teacher",
-        "ttp_sft",
-        "ttp_rewriter",
-        "ttp_embedder",
-        "ttp_rewrites",
-        "ttp_rl",
-        "ttp_dense_ft",
-        "ttp_fusion",
-        "ttp_teacher_rewrites",
-        "ttp_student",
-        "ttp_history_examples",
-        "ttp_history_teacher",
-        "ttp_history_sft",
-        "ttp_public_examples",
-    ),
-    "ttp_pqb.smk": ("ttp_pqb_examples",),
-}
+MODEL_RULES = (
+    "ttp_examples",
+    "ttp_teacher",
+    "ttp_sft",
+    "ttp_rewriter",
+    "ttp_embedder",
+    "ttp_rewrites",
+    "ttp_rl",
+    "ttp_dense_ft",
+    "ttp_fusion",
+    "ttp_teacher_rewrites",
+    "ttp_student",
+    "ttp_history_examples",
+    "ttp_history_teacher",
+    "ttp_history_sft",
+    "ttp_public_examples",
+    "ttp_pqb_examples",
+)
 
 
 # Rules whose `ttp` params come from a workflow helper (checked in test_run_params_*).
 HELPER_RULES = ("ttp_run", "ttp_relevance", "ttp_cache_store", "ttp_history_run")
+RULES_TEXT = "\n".join(p.read_text() for p in sorted((ROOT / "rules").glob("ttp*.smk")))
 
 
 def _rule_section(text: str, rule: str, section: str) -> str:
-    body = re.search(rf"^rule {rule}:\n(.*?)(?=^rule |\Z)", text, re.S | re.M)
+    """A section of ``rule`` as written; a ``use rule base as rule with:`` that does not
+    override the section inherits the base rule's."""
+    start = r"^(?:rule {rule}:|use rule (\w+) as {rule} with:)\n(.*?)(?=^rule |^use rule |^\S|\Z)"
+    body = re.search(start.format(rule=rule), text + "\n", re.S | re.M)
     assert body, rule
-    found = re.search(rf"^    {section}:\n(.*?)^    \w+:", body.group(1), re.S | re.M)
+    found = re.search(rf"^    {section}:\n(.*?)(?=^    \w+:|\Z)", body.group(2), re.S | re.M)
+    if found is None and body.group(1):
+        return _rule_section(text, body.group(1), section)
     assert found, f"{rule}: no {section}"
     return found.group(1)
 
 
-@pytest.mark.parametrize(
-    "smk, rule", [(smk, rule) for smk, rules in MODEL_RULES.items() for rule in rules]
-)
-def test_every_model_rule_passes_the_device(smk, rule):
-    params = _rule_section((ROOT / "rules" / smk).read_text(), rule, "params")
+def test_rule_sections_are_read_through_use_rule():
+    text = (
+        "rule base:\n    params:\n        a=1\n    resources:\n        gpu=2\n\n\n"
+        "use rule base as child with:\n    params:\n        a=3\n"
+    )
+    assert "a=3" in _rule_section(text, "child", "params")
+    assert "gpu=2" in _rule_section(text, "child", "resources")
+
+
+@pytest.mark.parametrize("rule", MODEL_RULES)
+def test_every_model_rule_passes_the_device(rule):
+    params = _rule_section(RULES_TEXT, rule, "params")
     assert '"device"' in params, f"{rule}: its ttp params do not list device"
 
 
-@pytest.mark.parametrize(
-    "smk, rule",
-    [(smk, rule) for smk, rules in MODEL_RULES.items() for rule in rules]
-    + [("ttp.smk", rule) for rule in HELPER_RULES],
-)
-def test_every_model_rule_asks_for_a_gpu_on_cuda(smk, rule):
-    resources = _rule_section((ROOT / "rules" / smk).read_text(), rule, "resources")
+@pytest.mark.parametrize("rule", MODEL_RULES + HELPER_RULES)
+def test_every_model_rule_asks_for_a_gpu_on_cuda(rule):
+    resources = _rule_section(RULES_TEXT, rule, "resources")
     assert "gpu=" in resources and "ttp_wf.ttp_gpu(config" in resources, rule
 
 

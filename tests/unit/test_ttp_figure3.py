@@ -18,10 +18,10 @@ from personalir.ttp.inputs.data import Item, ItemCorpus
 from personalir.ttp.paper.figure3 import (
     Figure3InputError,
     classify,
-    figure3_method,
     make_figure3,
     share_rows,
 )
+from personalir.workflow.ttp import figure3_method
 
 HISTORY = frozenset({"brightwater", "strumming", "white", "silverback", "sound", "studio"})
 

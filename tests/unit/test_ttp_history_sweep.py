@@ -13,6 +13,7 @@ import yaml
 
 from personalir.common.io import read_json
 from personalir.ttp.evaluation import history_sweep as hs
+from personalir.ttp.evaluation import names
 from personalir.ttp.inputs.data import (
     Example,
     HistoryEntry,
@@ -48,18 +49,18 @@ class WordOverlap(RelevanceModel):
 
 
 def test_point_settings_grow_the_prompt_and_apply_the_sweep_overrides():
-    assert hs.sweep_values(TTP) == [1, 3, 8]
-    assert hs.sweep_values({}) == []
-    p8 = hs.point_ttp(TTP, 8)
+    assert names.sweep_values(TTP) == [1, 3, 8]
+    assert names.sweep_values({}) == []
+    p8 = names.point_ttp(TTP, 8)
     assert p8["history"]["n"] == 8
     assert p8["split"]["max_train_per_set"] == 2
     assert p8["sft"]["epochs"] == 1
     # five items above the main N = 3, 12 tokens each
     assert p8["sft"]["max_query_tokens"] == 128 + 5 * 12
     # a shorter history keeps the main budget; the main section is not changed
-    assert hs.point_ttp(TTP, 1)["sft"]["max_query_tokens"] == 128
+    assert names.point_ttp(TTP, 1)["sft"]["max_query_tokens"] == 128
     assert TTP["sft"]["epochs"] == 3 and TTP["history"]["n"] == 3
-    assert hs.point_method(5) == "ttp_history_n5"
+    assert names.point_method(5) == "ttp_history_n5"
 
 
 def _examples(tmp_path):
@@ -86,7 +87,7 @@ def test_point_examples_cap_training_and_reselect_history(tmp_path):
     report = hs.build_point_examples(
         examples_path=examples,
         items_path=items,
-        ttp=hs.point_ttp(TTP, 1),
+        ttp=names.point_ttp(TTP, 1),
         examples_out=tmp_path / "out.jsonl",
         report_out=tmp_path / "out.report.json",
         relevance=WordOverlap(),
@@ -102,7 +103,7 @@ def test_point_examples_cap_training_and_reselect_history(tmp_path):
     hs.build_point_examples(
         examples_path=examples,
         items_path=items,
-        ttp=hs.point_ttp(TTP, 8),
+        ttp=names.point_ttp(TTP, 8),
         examples_out=tmp_path / "out8.jsonl",
         report_out=tmp_path / "out8.report.json",
         relevance=WordOverlap(),
@@ -120,7 +121,7 @@ def _sweep(values: dict[int, dict[str, list[int]]]) -> pd.DataFrame:
             for i, v in enumerate(vals):
                 rows.append(
                     {
-                        "method": hs.point_method(n),
+                        "method": names.point_method(n),
                         "example_id": f"{label}-{i}",
                         "domain": "D",
                         "label": label,

@@ -77,8 +77,8 @@ def test_gguf_backbone_is_read_through_the_shared_dequantised_copy(backbone_dir,
     model cache; the prepared backbone equals the one prepared from the plain checkpoint."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    import personalir.common.causal_lm as causal_lm
     import personalir.common.models as models
+    import personalir.ttp.model.backbone as backbone
 
     src = backbone_dir / "src"
     calls = []
@@ -90,8 +90,8 @@ def test_gguf_backbone_is_read_through_the_shared_dequantised_copy(backbone_dir,
         calls.append((ref.gguf_file, cache_dir))
         return AutoModelForCausalLM.from_pretrained(src).eval(), AutoTokenizer.from_pretrained(src)
 
-    monkeypatch.setattr(models, "resolve_model", fake_resolve)
-    monkeypatch.setattr(causal_lm, "load_causal_lm", fake_load)
+    monkeypatch.setattr(backbone, "resolve_model", fake_resolve)
+    monkeypatch.setattr(backbone, "load_causal_lm", fake_load)
     cfg = BackboneConfig(model="packaged:tiny", init_noise_std=0.01)
     model, tok, _ = prepare_backbone(cfg, 7, model_cache="/cache")
     assert calls == [("model.gguf", "/cache")]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from personalir.retrieval.metrics import MetricSettings, per_query_frame
-from personalir.ttp.evaluation import on_pqb
+from personalir.ttp.evaluation import names, on_pqb
 from personalir.ttp.paper import on_pqb_tables
 from personalir.workflow import ttp_pqb as ttp_pqb_wf
 
@@ -21,7 +21,7 @@ def _queries(products=("p0", "p1", "p2", "p3"), kinds=("syntactic", "writing_err
     out = []
     for p in products:
         for kind in kinds:
-            for role in on_pqb.PAIR_ROLES[kind]:
+            for role in names.PAIR_ROLES[kind]:
                 out.append(
                     {
                         "query_id": f"{p}:{kind}:{role}",
@@ -48,12 +48,12 @@ def _run(queries, rank_of):
 
 
 def test_set_names_round_trip():
-    assert on_pqb.set_name("Video_Games", "history") == "PQB-Video_Games"
-    assert on_pqb.set_name("Video_Games", "no_history") == "PQB-Video_Games-nohistory"
-    for mode in on_pqb.MODES:
-        assert on_pqb.parse_set_name(on_pqb.set_name("A_B", mode)) == ("A_B", mode)
+    assert names.set_name("Video_Games", "history") == "PQB-Video_Games"
+    assert names.set_name("Video_Games", "no_history") == "PQB-Video_Games-nohistory"
+    for mode in names.MODES:
+        assert names.parse_set_name(names.set_name("A_B", mode)) == ("A_B", mode)
     with pytest.raises(ValueError, match="not a TTP-on-PQB set"):
-        on_pqb.parse_set_name("Musical_Instruments")
+        names.parse_set_name("Musical_Instruments")
 
 
 def test_select_pairs_counts_incomplete_and_caps_each_kind_deterministically():

@@ -188,7 +188,7 @@ def test_table5_puts_the_papers_values_beside_ours_and_quoted_rows_without_ours(
 
 
 def test_public_sets_config_is_checked_naming_the_set():
-    from personalir.workflow.ttp import public_data_dir, public_sets, public_source_inputs
+    from personalir.workflow.ttp_public import public_data_dir, public_sets, public_source_inputs
 
     def cfg(sets, methods=("bm25",)):
         return {

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
-from personalir.ttp.methods.student import method_name
 from personalir.ttp.paper.tables import table8
 from personalir.ttp.training.dense_ft import DenseFTSettings, fine_tune
 from personalir.ttp.training.distill import VARIANTS
+from personalir.ttp.training.student import method_name
 from tests.fixtures import models as tm
 
 WORDS = ("red blue capo strap guitar bass drum stick pick tuner cable pedal query history").split()  # noqa: SIM905

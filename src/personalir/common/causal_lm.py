@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from personalir.common.io import atomic_dir, write_text
 from personalir.common.models import ModelRef
 
 
@@ -89,8 +90,6 @@ def _fill_gguf_cache(ref: ModelRef, target: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from personalir.common.io import atomic_dir
-
     target.parent.mkdir(parents=True, exist_ok=True)
     tok = AutoTokenizer.from_pretrained(  # nosec B615  # ref.path: a local (packaged) folder
         ref.path, gguf_file=ref.gguf_file
@@ -120,8 +119,6 @@ def stable_adapter_config(folder: str | Path) -> None:
     order follows the interpreter's string hash seed; sorted, the file's bytes do not.
     """
     import json
-
-    from personalir.common.io import write_text
 
     path = Path(folder) / "adapter_config.json"
     config = json.loads(path.read_text(encoding="utf-8"))

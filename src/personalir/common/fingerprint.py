@@ -96,7 +96,7 @@ STAGE_PATTERNS = {
         "ttp/table7.csv",
         "ttp/table8.csv",
         "ttp/figure5.csv",
-        "ttp/ablations/claims.json",
+        "ttp/claims/claims.json",
         "ttp/pqb/table.csv",
         "ttp/pqb/history_effects.csv",
     ],

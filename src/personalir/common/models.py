@@ -39,6 +39,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from personalir.common.io import sha256_file, write_text
+
 log = logging.getLogger(__name__)
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -217,7 +219,6 @@ def _blob_sha256(path: Path) -> str | None:
 
 def _locked(name: str, repo_id: str, revision: str | None, folder: str) -> ModelRef:
     """Check a snapshot against the lock, recording it there on its first use."""
-    from personalir.common.io import sha256_file
 
     snapshot = Path(folder)
     commit = snapshot.name
@@ -267,7 +268,6 @@ def _append_lock(path: Path, entries: dict[str, str]) -> None:
         fcntl.flock(guard, fcntl.LOCK_EX)
         current = read_lock(path)
         current.update({k: v for k, v in entries.items() if k not in current})
-        from personalir.common.io import write_text
 
         header = "# sha256 of every hub model file used (personalir.common.models)\n"
         write_text(path, header + "".join(f"{v}  {k}\n" for k, v in sorted(current.items())))

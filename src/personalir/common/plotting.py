@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from personalir.common.io import atomic_path
+
 RC = {
     "font.size": 8,
     "axes.titlesize": 9,
@@ -57,7 +59,6 @@ def palette(n: int) -> list:
 
 def save(fig, out: str | Path, *, close: bool = True, **savefig) -> None:
     """Write ``fig`` atomically in the format of ``out``'s suffix; close it unless told not."""
-    from personalir.common.io import atomic_path
 
     suffix = Path(out).suffix
     fmt = suffix.lstrip(".")

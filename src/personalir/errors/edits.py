@@ -31,6 +31,7 @@ from functools import cache
 
 import pyarrow as pa
 
+from personalir.data.text import count_words
 from personalir.errors.lexicon import HOMOPHONES, WORD, Lexicon, normalise_apostrophes
 from personalir.errors.mechanisms import MECHANISM_NAMES, classify
 
@@ -264,7 +265,6 @@ def word_pairs(o_words: list[tuple], c_words: list[tuple]) -> list[tuple[tuple, 
 
 
 def edit_report(rows, corrected, edits: pa.Table, words: pa.Table, counts: Counter) -> dict:
-    from personalir.data.text import count_words
 
     words_by_user: Counter = Counter()
     for r in rows:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from personalir.common.domains import display_label
+from personalir.common.plotting import pyplot, save
 from personalir.errors.labels import MECHANISM_LABELS
 from personalir.errors.mechanisms import MECHANISM_NAMES
 from personalir.errors.profiles import ProfileSet
@@ -27,7 +28,6 @@ def mechanism_figure(
 ) -> pd.DataFrame:
     """Grouped bars of P_u(m) for a few users against the domain's P_g(m), one panel per
     domain; returns the plotted numbers."""
-    from personalir.common.plotting import pyplot, save
 
     plt = pyplot()
 

@@ -43,6 +43,7 @@ from functools import cache
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
+from personalir.errors.edits import load_pipeline, word_contexts
 from personalir.errors.gec import match_case
 from personalir.errors.lexicon import HOMOPHONES, WORD, Lexicon, normalise_apostrophes
 from personalir.errors.mechanisms import MECHANISM_NAMES, classify, mechanism
@@ -191,8 +192,6 @@ class Injector:
         """The words of ``text`` with their syntactic context (cached per text)."""
         if text not in self._analysed:
             if self._parse is None:
-                from personalir.errors.edits import load_pipeline, word_contexts
-
                 nlp = load_pipeline(self.spacy_model)
                 self._parse = lambda t: word_contexts(nlp(t), t)
             words = [Word(i, s, e, w, ctx) for i, (s, e, w, ctx) in enumerate(self._parse(text))]
@@ -203,7 +202,6 @@ class Injector:
 
     def analyse_many(self, texts: Sequence[str], batch_size: int = 256) -> None:
         """Parse many texts in one spaCy pass (fills the cache :meth:`analyse` reads)."""
-        from personalir.errors.edits import load_pipeline, word_contexts
 
         todo = [t for t in dict.fromkeys(texts) if t not in self._analysed]
         if self._parse is not None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from personalir.data.text import split_sentences
+from personalir.errors.lexicon import WORD
 from personalir.errors.mechanisms import MECHANISM_NAMES
 from personalir.errors.profiles import ProfileSet, jensen_shannon, laplace_smoothed
 
@@ -167,7 +169,6 @@ def planted_errors_in_scope(truth: dict, reviews, sentences) -> tuple[list[dict]
     the sentence inside it and the erroneous token; it is in scope when that sentence is one of
     the user's kept sentences. Returns the errors (each with its ``sentence_id``) and counts.
     """
-    from personalir.data.text import split_sentences
 
     by_line = {
         int(line) - 1: (rid, text, uid)
@@ -207,7 +208,6 @@ def detection_recall(planted: list[dict], corrections) -> dict:
     """Per planted mechanism: share of errors the correction changed (``detected``) and
     changed back to the planted original (``fixed``). A planted error counts as detected when
     its erroneous word occurs fewer times in the corrected sentence than in the original."""
-    from personalir.errors.lexicon import WORD
 
     corrected = dict(
         zip(

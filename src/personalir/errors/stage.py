@@ -15,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from personalir.common.bootstrap import bootstrap_replicates, percentile_interval
+from personalir.data.text import count_words
 from personalir.errors.edits import extract_edits
 from personalir.errors.gec import build_backends, correct_corpus
 from personalir.errors.inject import Constraints, Injector
@@ -120,7 +121,6 @@ def rate_intervals(
     replacement (``personalir.common.bootstrap``). A rate is a ratio of sums (users who write
     more weigh more, as in the point estimate); users without edits are drawn too, so their
     share moves the interval. Empty when ``samples`` is 0 or there are no sentences."""
-    from personalir.data.text import count_words
 
     if samples <= 0 or not rows:
         return {}

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed, rng
 from personalir.queries.filters import ProductInfo
+from personalir.queries.grammar import grammar_candidates
+from personalir.queries.lm import SamplingSettings, chat_prompt, sample_prompts
 from personalir.queries.terms import count_terms
 
 BACKENDS: Registry[type[CandidateBackend]] = Registry("candidate backend")
@@ -48,7 +50,6 @@ class GrammarBackend(CandidateBackend):
     name = "grammar"
 
     def generate(self, products):
-        from personalir.queries.grammar import grammar_candidates
 
         t0 = time.perf_counter()
         out = []
@@ -72,8 +73,6 @@ class LanguageModelBackend(CandidateBackend):
 
     def generate(self, products):
         import torch
-
-        from personalir.queries.lm import SamplingSettings, chat_prompt, sample_prompts
 
         s = self.settings
         model, tok = self.resources["model"], self.resources["tokenizer"]

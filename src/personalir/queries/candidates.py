@@ -21,6 +21,7 @@ import pyarrow as pa
 from personalir.common.artifacts import StageInputError, read_reviewers
 from personalir.common.io import read_json, read_parquet_table, write_json, write_parquet
 from personalir.common.seeding import derive_seed, rng
+from personalir.queries.backends import BACKENDS
 from personalir.queries.filters import FilterContext, ProductInfo, apply_filters, filter_counts
 from personalir.queries.generator import (
     base_perplexity,
@@ -164,7 +165,6 @@ def build_candidates(
     ``generator``: ``(model, tokenizer)`` for the ``lm`` backend; ``perplexity``: texts ->
     perplexities for the fluency filter (both loaded by the caller); ``params["filters"]``
     holds the resolved fluency bound (:func:`fluency_settings`)."""
-    from personalir.queries.backends import BACKENDS
 
     t0 = time.perf_counter()
     chosen, sample_report = sample_products(products, reviewers, params, seed, domain, n_core_terms)

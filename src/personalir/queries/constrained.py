@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import LogitsProcessor
 
+from personalir.queries.lm import end_token_ids
 from personalir.queries.terms import normalised, term_key
 
 WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
@@ -92,7 +93,6 @@ class TokenTable:
     def from_tokenizer(cls, tokenizer) -> TokenTable:
         """Token texts decoded after an anchor token (so tokenizers that drop a leading space
         when decoding one token alone, such as SentencePiece ones, keep it)."""
-        from personalir.queries.lm import end_token_ids
 
         size = len(tokenizer)
         anchor = tokenizer("a", add_special_tokens=False)["input_ids"][0]

@@ -16,9 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from personalir.common.causal_lm import stable_adapter_config
+from personalir.common.causal_lm import load_causal_lm, stable_adapter_config
 from personalir.common.io import atomic_dir, atomic_path, write_json
+from personalir.common.models import resolve_model
 from personalir.common.seeding import derive_seed
+from personalir.queries.lm import LoraSettings, perplexities, train_lora
+from personalir.queries.seeds import load_seeds
 
 log = logging.getLogger("personalir.queries")
 
@@ -109,10 +112,6 @@ def run_lm(
     seeds_path, params: dict, seed: int, out: dict, threads: int = 1, model_cache=None
 ) -> dict:
     """Fine-tune the LoRA adapter on the seed set; calibrate the fluency bound on the seeds."""
-    from personalir.common.causal_lm import load_causal_lm
-    from personalir.common.models import resolve_model
-    from personalir.queries.lm import LoraSettings, perplexities, train_lora
-    from personalir.queries.seeds import load_seeds
 
     set_threads(threads)
     lm = params["lm"]
@@ -193,9 +192,6 @@ def load_generator(params: dict, adapter_dir, model_cache=None) -> tuple[object,
     """The base model with the seed-set adapter (or without, when ``adapter_dir`` is None)."""
     from peft import PeftModel
 
-    from personalir.common.causal_lm import load_causal_lm
-    from personalir.common.models import resolve_model
-
     lm = params["lm"]
     ref = resolve_model(lm["model"], allow_download=lm["allow_download"])
     base, tok = load_causal_lm(ref, device=lm["device"], cache_dir=model_cache)
@@ -212,8 +208,6 @@ def load_generator(params: dict, adapter_dir, model_cache=None) -> tuple[object,
 def base_perplexity(model, tok, batch_size: int = 32):
     """Perplexity under the base model: the adapter (if any) is switched off while scoring."""
     import contextlib
-
-    from personalir.queries.lm import perplexities
 
     prefix = scoring_prefix(tok)
 

@@ -22,7 +22,9 @@ import numpy as np
 
 from personalir.common.io import read_parquet_table
 from personalir.common.registry import Registry
+from personalir.syntax.features import vectorize
 from personalir.syntax.gaussian import LowRankGaussian, reference_distance_sq
+from personalir.syntax.rules import ParseSettings, load_pipeline, parse_texts
 
 GAUSSIAN_DISTANCES: Registry = Registry("Gaussian distance")
 
@@ -74,14 +76,12 @@ class StyleEncoder:
 
     def __init__(self, weights_path, meta_path, parse_section: dict):
         from personalir.syntax.encoder import load_encoder
-        from personalir.syntax.rules import ParseSettings, load_pipeline
 
         self.encoder, self.vocabulary = load_encoder(weights_path, meta_path)
         self.settings = ParseSettings.from_config(parse_section)
         self.nlp = load_pipeline(self.settings)
 
     def rules(self, texts: Sequence[str]) -> list[list[str]]:
-        from personalir.syntax.rules import parse_texts
 
         results = parse_texts(list(texts), self.settings, nlp=self.nlp)
         return [r.rules if r.status == "ok" else [] for r in results]
@@ -89,7 +89,6 @@ class StyleEncoder:
     def encode(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """``(embeddings, has_rules)``: a text none of whose rules is in the vocabulary gets a
         zero row and ``has_rules = False`` (it cannot be matched and is reported as such)."""
-        from personalir.syntax.features import vectorize
 
         rules = self.rules(texts)
         x = vectorize(rules, self.vocabulary)

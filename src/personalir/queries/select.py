@@ -20,14 +20,25 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from personalir.common.artifacts import read_reviewers
+from personalir.common.artifacts import read_embeddings, read_reviewers
+from personalir.common.causal_lm import load_causal_lm
 from personalir.common.io import atomic_path, read_json, write_json
+from personalir.common.models import resolve_model
 from personalir.common.seeding import derive_seed
+from personalir.errors.inject import Constraints, Injector
+from personalir.errors.profiles import ProfileSet
 from personalir.queries.benchmark_format import write_benchmark, write_released
 from personalir.queries.candidates import product_infos, read_candidates, read_products
 from personalir.queries.filters import VALID, ProductInfo
 from personalir.queries.generator import fluency_settings, scoring_prefix, set_threads
-from personalir.queries.pairs import FluencyCache, attribution_checks, select_product_pairs
+from personalir.queries.lm import perplexities
+from personalir.queries.matching import StyleEncoder, load_user_profiles
+from personalir.queries.pairs import (
+    FluencyCache,
+    HeldOutKNN,
+    attribution_checks,
+    select_product_pairs,
+)
 
 log = logging.getLogger("personalir.queries")
 
@@ -73,9 +84,6 @@ class LazyPerplexity:
         self.load_seconds = 0.0
 
     def __call__(self, texts: list[str]) -> list[float]:
-        from personalir.common.causal_lm import load_causal_lm
-        from personalir.common.models import resolve_model
-        from personalir.queries.lm import perplexities
 
         if self.model is None:
             t0 = time.perf_counter()
@@ -469,11 +477,6 @@ def run_select(
     model_cache=None,
 ) -> dict:
     """Select one domain's benchmark; write it, its release, the pairs and both reports."""
-    from personalir.common.artifacts import read_embeddings
-    from personalir.errors.inject import Constraints, Injector
-    from personalir.errors.profiles import ProfileSet
-    from personalir.queries.matching import StyleEncoder, load_user_profiles
-    from personalir.queries.pairs import HeldOutKNN
 
     set_threads(threads)
     cands = read_candidates(paths["candidates"])

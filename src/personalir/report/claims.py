@@ -60,6 +60,7 @@ import yaml
 from personalir.common.config import REPO_ROOT, ConfigError, deep_merge, validate_config
 from personalir.common.io import atomic_open, read_json
 from personalir.common.registry import Registry
+from personalir.retrieval.base import RETRIEVERS
 
 PQB_YAML = REPO_ROOT / "config" / "paper_results" / "pqb.yaml"
 #: The domain of a table's equal-weight average rows (as retrieval.summary.AVERAGE).
@@ -68,8 +69,8 @@ NAN = float("nan")
 STATUSES = ("held", "not held", "not applicable")
 RESULT_KEYS = ("id", "table", "status", "measured", "margin", "ci_low", "ci_high", "text", "detail")
 CSV_COLUMNS = ("paper", *RESULT_KEYS)
-#: Claims files of the TTP stage (rule ttp_ablations: Tables 4, 6, 7, 8 and Figure 5).
-TTP_CLAIM_FILES = ("ttp/ablations/claims.json",)
+#: Claims files of the TTP stage (rule ttp_claims: Tables 4-8, Figures 5 and 6).
+TTP_CLAIM_FILES = ("ttp/claims/claims.json",)
 TABLE_FILES = {t: f"retrieval/table_{t}.csv" for t in ("flip_rrstd", "degradation")}
 TABLE_FILES |= {"effectiveness": "retrieval/table_effectiveness.csv"}
 TABLE_FILES |= {"ratings": "validation/ratings.csv", "agreement": "validation/agreement.csv"}
@@ -210,7 +211,6 @@ def stand_ins(config: Mapping, table: pd.DataFrame | None = None) -> dict[str, S
     """The paper's systems -> the retrievers standing in: of the system's family (rerankers:
     and ``type``; family from ``table``, else the registry's for the ``type``), in ``use`` order,
     those ``table`` has; of several, the label starting with the paper's name, else the first."""
-    from personalir.retrieval.base import RETRIEVERS
 
     retrieval = config.get("retrieval") or {}
     entries = {n: e or {} for n, e in (retrieval.get("retrievers") or {}).items()}

@@ -31,6 +31,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from personalir.common.config import duplicate_keys
+from personalir.common.io import atomic_open
+
 # Table (path under the results root) -> its row key columns. The headline tables of both
 # papers as this project writes them; a table a configuration does not produce is skipped.
 TABLES: dict[str, tuple[str, ...]] = {
@@ -239,8 +242,6 @@ _ORDER = ("OK", "FAIL", "MISSING", "NEW")
 def load(path: str | Path) -> dict:
     import yaml
 
-    from personalir.common.config import duplicate_keys
-
     text = Path(path).read_text(encoding="utf-8")
     twice = duplicate_keys(text, str(path))
     if twice:
@@ -256,8 +257,6 @@ def load(path: str | Path) -> dict:
 
 def write_document(doc: Mapping, out: str | Path, source: str) -> None:
     import yaml
-
-    from personalir.common.io import atomic_open
 
     header = (
         f"# Expected results of the {doc['configuration']!r} configuration, recorded from\n"
@@ -331,8 +330,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ren.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if args.cmd == "render":
-        from personalir.common.io import atomic_open
-
         with atomic_open(args.out) as fh:
             fh.write(render_markdown(load(args.expected), args.expected))
         print(f"{args.out}: rendered from {args.expected}")
@@ -345,8 +342,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     report = check(args.results_dir, load(args.expected), where=args.expected)
     if args.csv:
-        from personalir.common.io import atomic_open
-
         with atomic_open(args.csv) as fh:
             report.to_csv(fh, index=False)
     print("\n".join(describe(report)))

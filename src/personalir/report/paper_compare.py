@@ -27,6 +27,7 @@ import yaml
 
 from personalir.common.io import atomic_open
 from personalir.common.latex import escape
+from personalir.common.plotting import palette, pyplot, save
 from personalir.report import claims as cl
 
 #: The paper's attribution rows -> our model ids (the paper lacks our eigenpair variant).
@@ -329,7 +330,6 @@ def figure(tables: Sequence[Compared], out: str | Path, *, label: str, name: str
     """Tables as a picture (:data:`FIGURES`): per paper row, the paper's value (hollow) and
     ours (filled, with its bootstrap interval where the table has one); one row of panels
     per table, one panel per measure."""
-    from personalir.common.plotting import palette, pyplot, save
 
     plt = pyplot()
     title, wanted = FIGURES[name]

@@ -36,6 +36,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from personalir.common.io import write_text
+from personalir.common.plotting import palette, pyplot, save
+
 #: Snakemake's benchmark columns read here: wall seconds, peak RSS (MB), CPU seconds.
 COLUMNS = {"s": "wall_s", "max_rss": "max_rss_mb", "cpu_time": "cpu_s"}
 
@@ -418,7 +421,6 @@ def figure(
 ) -> None:
     """Wall seconds and peak RSS of the most expensive rules, coloured by stage; a rule with a
     job on the critical path is marked ``*``."""
-    from personalir.common.plotting import palette, pyplot, save
 
     plt = pyplot()
     shown = rules.head(top).iloc[::-1]
@@ -445,7 +447,6 @@ def figure(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from personalir.common.io import write_text
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("root", help="<results>/logs/benchmarks")

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from personalir.common.device import resolve_device
 from personalir.common.registry import Registry
 from personalir.retrieval.corpus import Corpus
 
@@ -107,7 +108,6 @@ class RunSettings:
         )
 
     def torch_device(self) -> str:
-        from personalir.common.device import resolve_device
 
         return resolve_device(self.device, "retrieval.device")
 

@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 
 from personalir.common.domains import display_label
+from personalir.common.plotting import pyplot, save
 from personalir.retrieval.metrics import MetricSettings
 from personalir.retrieval.summary import AVERAGE
 
 
 def _setup():
-    from personalir.common.plotting import pyplot
 
     return pyplot()
 
@@ -65,7 +65,6 @@ def _labels(summary: pd.DataFrame, names: Sequence[str]) -> list[str]:
 
 
 def _save(fig, path: str) -> None:
-    from personalir.common.plotting import save
 
     save(fig, path, close=False, bbox_inches="tight", dpi=150)
 

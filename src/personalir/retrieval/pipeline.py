@@ -24,6 +24,7 @@ from personalir.retrieval.corpus import (
     load_corpus,
     load_query_source,
 )
+from personalir.retrieval.encodings import PROCESS_TOTALS
 from personalir.retrieval.metrics import MetricSettings, per_query_frame
 from personalir.retrieval.runio import read_run, read_run_text, write_run, write_run_text
 
@@ -164,8 +165,6 @@ def run_retriever(
     if hasattr(retriever, "close"):
         retriever.close()
     if settings.encoding_cache:
-        from personalir.retrieval.encodings import PROCESS_TOTALS
-
         # Damaged entries recomputed (checksum, shape or read errors). Hits and misses depend
         # on what earlier jobs left in the cache, not on the run: the rule's log keeps them.
         meta["encoding_cache"] = {

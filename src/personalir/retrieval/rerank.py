@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from personalir.common.causal_lm import load_causal_lm
 from personalir.common.models import resolve_model
 from personalir.common.seeding import rng
 from personalir.retrieval.base import (
@@ -94,8 +95,6 @@ class CausalLMScorer:
     def __init__(self, model: str, settings, *, dtype: str | None):
         torch = setup_torch(settings)
         from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        from personalir.common.causal_lm import load_causal_lm
 
         ref = resolve_model(model, allow_download=settings.allow_download)
         self.device = settings.torch_device()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from personalir.common.io import read_parquet
+from personalir.common.io import atomic_open, read_parquet
 from personalir.retrieval.metrics import MetricSettings, parse_metric, restrict_to_common
 from personalir.retrieval.stats import (
     bootstrap_summary,
@@ -201,7 +201,6 @@ def read_summary(path) -> pd.DataFrame:
 
 
 def write_csv(path, frame: pd.DataFrame) -> None:
-    from personalir.common.io import atomic_open
 
     with atomic_open(path) as fh:
         frame.to_csv(fh, index=False, float_format="%.6f", lineterminator="\n")

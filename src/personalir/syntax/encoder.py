@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from personalir.common.artifacts import StageInputError, read_reviewers
-from personalir.common.io import atomic_path, read_parquet_table, write_parquet
+from personalir.common.io import atomic_path, read_parquet_table, write_json, write_parquet
 from personalir.common.seeding import derive_seed, rng
 from personalir.syntax.features import load_csr
 from personalir.syntax.protocols import product_user_labels
@@ -242,7 +242,6 @@ class TrainedEncoder:
             "stopped_early": self.stopped_early,
             "history": self.history,
         }
-        from personalir.common.io import write_json
 
         write_json(meta_path, meta)
 

@@ -13,16 +13,15 @@ from __future__ import annotations
 import pandas as pd
 
 from personalir.common.domains import display_label
+from personalir.common.plotting import pyplot, save
 
 
 def _plt():
-    from personalir.common.plotting import pyplot
 
     return pyplot()
 
 
 def _save(fig, paths) -> None:
-    from personalir.common.plotting import save
 
     for path in paths:
         save(fig, path, close=False, bbox_inches="tight")

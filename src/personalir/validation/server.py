@@ -66,6 +66,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from personalir.common.causal_lm import load_causal_lm
+from personalir.common.models import ModelNotAvailableError, resolve_model
 from personalir.validation.chat_api import (
     ChatRequest,
     Completion,
@@ -391,8 +393,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.exit_with_parent:
         _exit_with_parent()
 
-    from personalir.common.models import ModelNotAvailableError, resolve_model
-
     try:
         ref = resolve_model(args.model)
     except ModelNotAvailableError as exc:
@@ -401,8 +401,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
     import uvicorn
-
-    from personalir.common.causal_lm import load_causal_lm
 
     torch.set_num_threads(args.threads)
     start = time.perf_counter()

@@ -12,8 +12,13 @@ import pandas as pd
 
 from personalir.common.io import read_parquet, write_json, write_jsonl, write_text
 from personalir.common.seeding import derive_seed
+from personalir.validation import agreement as agreement_mod
+from personalir.validation import human as human_mod
 from personalir.validation import items as items_mod
+from personalir.validation import simulate
 from personalir.validation.dimensions import DIMENSIONS
+from personalir.validation.judge import JudgeSettings, NeedsCall, ResponseCache, judge_items
+from personalir.validation.launch import local_server
 
 log = logging.getLogger("personalir.validation")
 #: How reports name the local server's endpoint (its port is chosen per run).
@@ -100,7 +105,6 @@ def make_items(
 
 # --- judge ---------------------------------------------------------------------------------
 def judge_settings(judge_cfg: dict, *, seed: int, base_url: str, model: str):
-    from personalir.validation.judge import JudgeSettings
 
     label = judge_cfg["label"] or model.removeprefix("packaged:")
     if judge_cfg["server"] == "local":
@@ -137,7 +141,6 @@ def run_judge(
     report_out,
 ) -> dict:
     """Ask the judge every question of the items; start the local server when configured."""
-    from personalir.validation.judge import NeedsCall, ResponseCache, judge_items
 
     items = read_jsonl(items_path)
     cache = ResponseCache(cache_path) if cache_path else None
@@ -159,8 +162,6 @@ def run_judge(
             except NeedsCall:
                 judged = None
         if judged is None and local:
-            from personalir.validation.launch import local_server
-
             with local_server(
                 judge_cfg["local_model"],
                 threads=threads,
@@ -202,7 +203,6 @@ def export_annotation(
     guide_out,
     assignment_out,
 ) -> None:
-    from personalir.validation import human as human_mod
 
     items = read_jsonl(human_items_path)
     dims = [DIMENSIONS.get(n) for n in dimensions]
@@ -241,8 +241,6 @@ def human_labels(
     report_out,
 ) -> dict:
     """Import (or simulate, then import) the annotations; adjudicate; agreement."""
-    from personalir.validation import agreement as agreement_mod
-    from personalir.validation import human as human_mod
 
     items = read_jsonl(human_items_path)
     dims = [DIMENSIONS.get(n) for n in dimensions]
@@ -250,8 +248,6 @@ def human_labels(
     source = human_cfg["source"]
     files = list(human_cfg["files"])
     if source == "simulated":
-        from personalir.validation import simulate
-
         judgements = pd.read_csv(judgements_path, dtype=str, keep_default_na=False)
         judgements = judgements[judgements["status"] == "ok"][["item_id", "dimension", "label"]]
         sim = human_cfg["simulated"]

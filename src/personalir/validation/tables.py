@@ -14,9 +14,13 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from personalir.common.io import read_json, write_text
 from personalir.common.latex import dataframe_to_latex, escape
+from personalir.common.plotting import pyplot, save
+from personalir.common.seeding import derive_seed
 from personalir.validation.dimensions import DIMENSIONS
-from personalir.validation.measures import MEASURES
+from personalir.validation.measures import MEASURES, label_shares, measures
+from personalir.validation.stage import csv_text, read_jsonl
 
 PAPER_RESULTS = Path(__file__).resolve().parents[3] / "config" / "paper_results" / "pqb.yaml"
 #: Agreement rows in the paper's wording, by dimension.
@@ -208,9 +212,6 @@ def distribution_figure(
     """Label shares per dimension, LLM vs human, one panel per dimension (vector PDF)."""
     import seaborn as sns
 
-    from personalir.common.plotting import pyplot, save
-    from personalir.validation.measures import label_shares
-
     plt = pyplot()
     dims = list(AGREEMENT_ROWS)
     fig, axes = plt.subplots(1, len(dims), figsize=(3.1 * len(dims), 2.8))
@@ -256,10 +257,6 @@ def make_tables(
     figure,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rule `validation_tables`: both tables (CSV + LaTeX) and the figure."""
-    from personalir.common.io import read_json, write_text
-    from personalir.common.seeding import derive_seed
-    from personalir.validation.measures import measures
-    from personalir.validation.stage import csv_text, read_jsonl
 
     key = pd.DataFrame(read_jsonl(key_path))
     judge_report = read_json(judge_report_path)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from personalir.retrieval.base import RETRIEVERS
+from personalir.retrieval.hybrid import FusedDenseSparseRetriever
+
 
 def params_json(
     config: Mapping, *path: str, keys: Sequence[str] | None = None, omit: Sequence[str] = ()
@@ -187,8 +190,6 @@ def retrieval_encoding_donors(retrieval: Mapping, name: str) -> list[str]:
     entry = defs[name]
     if not retrieval.get("encoding_cache", True) or entry.get("type") != "fused_dense_sparse":
         return []
-    from personalir.retrieval.base import RETRIEVERS
-    from personalir.retrieval.hybrid import FusedDenseSparseRetriever
 
     members = set(FusedDenseSparseRetriever.member_encoders(entry.get("params")))
 
@@ -280,7 +281,7 @@ def is_presentation_rule(name: str, snakefile: str = "") -> bool:
 
 def is_presentation_module(path: str) -> bool:
     """``src/personalir/<stage>/{tables,figures}.py`` (or a paper-numbered ``figure8.py``),
-    ``common/latex.py`` and ``report/``."""
+    ``common/latex.py``, ``report/`` and the TTP stage's ``paper/`` room."""
     import re
 
     parts = path.split("/")
@@ -291,4 +292,5 @@ def is_presentation_module(path: str) -> bool:
         re.fullmatch(PRESENTATION_MODULE_NAME, inner[-1]) is not None
         or inner == ["common", "latex.py"]
         or (inner[0] == "report" and inner[-1] != "__init__.py")
+        or (inner[:2] == ["ttp", "paper"] and inner[-1] != "__init__.py")
     )

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from personalir.ttp.evaluation.names import point_ttp, sweep_values
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
+
 
 def method_class(method: str):
     """The registered TTP method (its class states the models, keys and threads it needs)."""
-    from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
 
     return PERSONAL_RETRIEVERS.get(method)
 
@@ -412,7 +414,6 @@ def cache_store_params(config: Mapping) -> str:
 # --------------------------------------------------------------------------- history sweep
 def history_values(config: Mapping) -> list[int]:
     """The history-length sweep's N values (Figure 6); [] when TTP or the sweep is off."""
-    from personalir.ttp.evaluation.history_sweep import sweep_values
 
     return sweep_values(config["ttp"]) if config["ttp"].get("enabled", True) else []
 
@@ -424,7 +425,6 @@ def history_dir(results_dir: str, n) -> str:
 
 def history_params(config: Mapping, n, keys: tuple[str, ...]) -> str:
     """The ``keys`` of the ``ttp`` section as sweep point ``n`` runs with it (JSON)."""
-    from personalir.ttp.evaluation.history_sweep import point_ttp
 
     ttp = point_ttp(config["ttp"], int(n))
     return json.dumps({k: ttp[k] for k in keys}, sort_keys=True, separators=(",", ":"))
@@ -446,98 +446,20 @@ def history_run_models(config: Mapping, n) -> str:
 
 
 # --------------------------------------------------------------------------- Table 5
-def public_sets(config: Mapping) -> dict[str, dict]:
-    """``ttp.public.sets`` (Table 5 column -> ``{format, dir, fixture_domain}``), checked:
-    exactly one of ``dir`` and ``fixture_domain``, a fixture domain among ``domains``, no name
-    shared with a training set, every method in ``ttp.methods``."""
+def figure3_method(config: Mapping) -> str:
+    """``ttp.figure3.method``, checked: an evaluated method whose run writes rewrites (for
+    the rule module, so a wrong name stops the workflow at start, not as a missing input)."""
     ttp = config["ttp"]
-    sets = {
-        k: {"dir": None, "fixture_domain": None, **v}
-        for k, v in (ttp.get("public") or {}).get("sets", {}).items()
-    }
-    if not sets or not ttp.get("enabled", True):
-        return {}
-    for name, spec in sets.items():
-        where = f"ttp.public.sets.{name}"
-        if bool(spec.get("dir")) == bool(spec.get("fixture_domain")):
-            raise ValueError(f"{where}: give exactly one of dir and fixture_domain")
-        domain = spec.get("fixture_domain")
-        if domain and domain not in config["domains"]:
-            raise ValueError(
-                f"{where}.fixture_domain {domain!r} is not a configured domain "
-                f"{config['domains']}: name one of them (an overlay cannot empty ttp.public.sets)"
-            )
-        if name in example_sets(config):
-            raise ValueError(f"{where}: the name {name!r} is already a training example set")
-    unknown = [m for m in ttp["public"]["methods"] if m not in ttp["methods"]]
-    if unknown:
+    method = ttp["figure3"]["method"]
+    if not ttp.get("enabled", True):
+        return method
+    writes = False
+    if method in ttp["methods"]:
+        cls = method_class(method)
+        writes = getattr(cls, "intent_q", False) or getattr(cls, "needs_rewrites", False)
+    if not writes:
         raise ValueError(
-            f"ttp.public.methods {unknown} are not in ttp.methods: add them there or remove "
-            "them from ttp.public.methods"
+            f"ttp.figure3.method {method!r} must be in ttp.methods and write rewrites "
+            "(a TTP method with Intent-Q, or decoupled): add it there or name another"
         )
-    return sets
-
-
-def public_sets_of(config: Mapping, fmt: str) -> list[str]:
-    return [k for k, v in public_sets(config).items() if v["format"] == fmt]
-
-
-def public_fixture_inputs(config: Mapping, name: str) -> dict[str, str]:
-    """The sample-world files a fixture-scale public set is written from."""
-    domain = public_sets(config)[name]["fixture_domain"]
-    root = f"{config['results_dir']}/sample_world/{domain}"
-    return {
-        "reviews": f"{root}/{domain}.jsonl",
-        "meta": f"{root}/meta_{domain}.jsonl",
-        "search_log": f"{root}/search_log.jsonl",
-    }
-
-
-# Files a fixture-scale set's format writes, relative to its folder.
-PUBLIC_FIXTURE_FILES = {
-    "personalwab": ("all_products.json", "user_history.json", "user_instructions.json"),
-    "kuaisearch": (
-        "items_lite/train.jsonl",
-        "recall_lite/train.jsonl",
-        "recall_lite/test.jsonl",
-    ),
-}
-
-
-def public_fixture_dir(results_dir: str, name: str) -> str:
-    return f"{results_dir}/ttp/public/{name}/files"
-
-
-def public_data_dir(config: Mapping, name: str) -> str:
-    spec = public_sets(config)[name]
-    return spec["dir"] or public_fixture_dir(config["results_dir"], name)
-
-
-def public_source_inputs(config: Mapping, name: str) -> dict[str, list[str]]:
-    """Inputs of ``ttp_public_examples``: a fixture's files (a configured folder is read as is)."""
-    spec = public_sets(config)[name]
-    if spec["dir"]:
-        return {}
-    folder = public_fixture_dir(config["results_dir"], name)
-    return {"files": [f"{folder}/{f}" for f in PUBLIC_FIXTURE_FILES[spec["format"]]]}
-
-
-def public_cells(config: Mapping, paper_path: str) -> dict[str, list[str]]:
-    """Set -> the measures Table 5 shows for it: the paper's columns for a set it reports
-    (``table5.columns`` of the paper-results file), else all three."""
-    import yaml
-
-    from personalir.ttp.evaluation.public import MEASURES
-
-    with open(paper_path, encoding="utf-8") as fh:
-        columns = ((yaml.safe_load(fh) or {}).get("table5") or {}).get("columns") or {}
-    return {s: list(columns.get(s) or MEASURES) for s in public_sets(config)}
-
-
-def public_run_specs(config: Mapping) -> list[tuple[str, str, str]]:
-    res = config["results_dir"]
-    return [
-        (s, m, f"{res}/ttp/{s}/runs/{m}.trec")
-        for s in public_sets(config)
-        for m in config["ttp"]["public"]["methods"]
-    ]
+    return method

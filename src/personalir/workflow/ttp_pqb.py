@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from personalir.ttp.evaluation.names import MODES, parse_set_name, set_name
 from personalir.workflow.ttp import example_sets, method_class
 
 
@@ -53,7 +54,6 @@ def pqb_methods(config: Mapping) -> list[str]:
 
 def pqb_sets(config: Mapping) -> list[str]:
     """Every TTP-on-PQB example set: ``PQB-<domain>`` and ``PQB-<domain>-nohistory``."""
-    from personalir.ttp.evaluation.on_pqb import MODES, set_name
 
     return [set_name(d, mode) for d in pqb_domains(config) for mode in MODES]
 
@@ -61,7 +61,6 @@ def pqb_sets(config: Mapping) -> list[str]:
 def pqb_example_inputs(config: Mapping, pqb_set: str) -> dict[str, str]:
     """Inputs of ``ttp_pqb_examples``: the domain's benchmark and data tables, and TTP's
     examples of that domain where TTP trains on it (to count overlapping searches)."""
-    from personalir.ttp.evaluation.on_pqb import parse_set_name
 
     domain, _ = parse_set_name(pqb_set)
     res = config["results_dir"]
@@ -79,7 +78,6 @@ def pqb_example_inputs(config: Mapping, pqb_set: str) -> dict[str, str]:
 def pqb_run_specs(config: Mapping) -> list[tuple[str, str, str]]:
     """(set, method, run path) of every TTP-on-PQB run: a history-reading method on both
     sets of a domain, a query-only method on the history set only."""
-    from personalir.ttp.evaluation.on_pqb import set_name
 
     res = config["results_dir"]
     specs = []

@@ -13,6 +13,7 @@ import hashlib
 import io
 from pathlib import Path
 
+from personalir.common.models import resolve_model
 from personalir.errors.gec.base import (
     GEC_BACKENDS,
     GECBackend,
@@ -41,7 +42,6 @@ def load_gector(params: dict):
         from gector import GECToR, GECToRConfig, load_verb_dict
         from transformers import AutoTokenizer
 
-        from personalir.common.models import resolve_model
     except ImportError as exc:
         raise GECError(f"the gector backend needs the `gector` package ({exc})") from None
     verb_dict = params.get("verb_dict")

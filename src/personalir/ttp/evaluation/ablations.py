@@ -13,7 +13,8 @@ Claim margins are in Recall@20 points (fractions x 100). The LLM-embedding basel
 without it the query-only dense baseline (``dense``) stands in. A method the frame lacks is left out
 of the tables and makes the claims that need it "not applicable".
 
-:func:`run_ablations` writes the tables' parquet files and ``claims.json``; the CSV, LaTeX and
+:func:`run_ablations` writes the tables' parquet files (:func:`evaluate_claims` gives the
+verdicts that :mod:`personalir.ttp.evaluation.claims` gathers); the CSV, LaTeX and
 figure renderings are in :mod:`personalir.ttp.paper.ablation_tables`.
 """
 
@@ -23,12 +24,14 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from personalir.common.io import read_parquet, write_json, write_parquet
+from personalir.common.bootstrap import bootstrap_group_means
+from personalir.common.claims import not_applicable, points, verdict
+from personalir.common.io import read_parquet, write_parquet
 from personalir.common.seeding import rng
-from personalir.ttp.paper.ablation_layout import (  # noqa: F401  (re-exported)
+from personalir.ttp.evaluation.contrasts import paired_avg_difference, per_set_contrasts, set_means
+from personalir.ttp.evaluation.layout import (  # noqa: F401  (re-exported)
     COLUMNS,
     FIGURE5,
     LABELS,
@@ -54,112 +57,6 @@ NAN = float("nan")
 
 def _methods(frame: pd.DataFrame) -> set[str]:
     return set(frame["method"].unique())
-
-
-def set_means(
-    frame: pd.DataFrame,
-    method: str,
-    measure: str = MEASURE,
-    sets: Sequence[str] = SETS,
-) -> dict[str, float]:
-    """Mean of ``measure`` per test set (pooled over domains) and their unweighted ``Avg``.
-
-    A set without queries of ``method`` is NaN, and then so is ``Avg``."""
-    sub = frame[frame["method"] == method]
-    out = {}
-    for s in sets:
-        vals = sub.loc[sub["label"] == s, measure].to_numpy(dtype=float)
-        out[s] = float(vals.mean()) if vals.size else NAN
-    out["Avg"] = float(np.mean([out[s] for s in sets])) if sets else NAN
-    return out
-
-
-def _contrasts(
-    frame: pd.DataFrame,
-    weights: Sequence[tuple[str, float]],
-    measure: str,
-    sets: Sequence[str],
-) -> dict[str, np.ndarray]:
-    """Per set: ``sum of weight * value`` over the ``(method, weight)`` terms, for each query
-    every listed method answered, in ``example_id`` order."""
-    out = {}
-    for s in sets:
-        sub = frame[frame["label"] == s]
-        series = []
-        for method, _ in weights:
-            vals = sub.loc[sub["method"] == method].set_index("example_id")[measure]
-            if vals.index.has_duplicates:
-                raise ValueError(f"{method!r} has repeated example_id values in set {s!r}")
-            series.append(vals)
-        common = series[0].index
-        for vals in series[1:]:
-            common = common.intersection(vals.index)
-        common = common.sort_values()
-        total = np.zeros(len(common))
-        for (_, w), vals in zip(weights, series, strict=True):
-            total += float(w) * vals.loc[common].to_numpy(dtype=float)
-        out[s] = total
-    return out
-
-
-def _bootstrap_contrast(
-    per_set: Mapping[str, np.ndarray],
-    *,
-    samples: int,
-    confidence: float,
-    gen: np.random.Generator,
-) -> dict[str, dict]:
-    """Mean contrast per set and their Avg, with percentile CIs from a joint resampling that
-    draws each set's queries with replacement independently (sets in order)."""
-    alpha = (1.0 - confidence) / 2
-    out, boot = {}, []
-    for s, vals in per_set.items():
-        n = int(vals.size)
-        if n == 0:
-            out[s] = {"difference": NAN, "ci_low": NAN, "ci_high": NAN, "queries": 0}
-            boot.append(np.full(samples, NAN))
-            continue
-        means = vals[gen.integers(0, n, (samples, n))].mean(axis=1)
-        lo, hi = np.quantile(means, [alpha, 1 - alpha])
-        out[s] = {
-            "difference": float(vals.mean()),
-            "ci_low": float(lo),
-            "ci_high": float(hi),
-            "queries": n,
-        }
-        boot.append(means)
-    if any(out[s]["queries"] == 0 for s in per_set):
-        out["Avg"] = {"difference": NAN, "ci_low": NAN, "ci_high": NAN}
-    else:
-        avg = np.mean(np.vstack(boot), axis=0)
-        lo, hi = np.quantile(avg, [alpha, 1 - alpha])
-        out["Avg"] = {
-            "difference": float(np.mean([out[s]["difference"] for s in per_set])),
-            "ci_low": float(lo),
-            "ci_high": float(hi),
-        }
-    out["Avg"]["queries"] = int(sum(out[s]["queries"] for s in per_set))
-    return out
-
-
-def paired_avg_difference(
-    frame: pd.DataFrame,
-    a: str,
-    b: str,
-    *,
-    measure: str = MEASURE,
-    samples: int,
-    confidence: float,
-    seed: int,
-    sets: Sequence[str] = SETS,
-) -> dict[str, dict]:
-    """Mean ``a - b`` per set over the queries both methods answered, and their Avg.
-
-    ``{set: {"difference", "ci_low", "ci_high", "queries"}, "Avg": {...}}`` (fractions); the
-    CIs come from one paired bootstrap seeded by ``rng(seed, "ablation", a, b, measure)``."""
-    per_set = _contrasts(frame, [(a, 1.0), (b, -1.0)], measure, sets)
-    gen = rng(seed, "ablation", a, b, measure)
-    return _bootstrap_contrast(per_set, samples=samples, confidence=confidence, gen=gen)
 
 
 def _paper_row(paper: Mapping | None, table: str, key: str) -> Mapping:
@@ -294,42 +191,6 @@ def figure5_rows(
 # --------------------------------------------------------------------------- claims
 
 
-def _pts(x: float) -> str:
-    return "nan" if math.isnan(x) else f"{100 * x:+.2f}"
-
-
-def _verdict(claim: Mapping, held: bool, margin: float, lo: float, hi: float, **kw) -> dict:
-    status = "not applicable" if math.isnan(margin) else ("held" if held else "not held")
-    detail = kw.pop("detail", "")
-    if math.isnan(margin):
-        detail = (detail + "; " if detail else "") + "a test set has no matched queries"
-    return {
-        "id": claim["id"],
-        "table": claim.get("table", ""),
-        "text": claim.get("text", ""),
-        "status": status,
-        "measured": kw.pop("measured", ""),
-        "margin": 100 * margin,
-        "ci_low": 100 * lo,
-        "ci_high": 100 * hi,
-        "detail": detail,
-    }
-
-
-def _not_applicable(claim: Mapping, reason: str) -> dict:
-    return {
-        "id": claim["id"],
-        "table": claim.get("table", ""),
-        "text": claim.get("text", ""),
-        "status": "not applicable",
-        "measured": "",
-        "margin": NAN,
-        "ci_low": NAN,
-        "ci_high": NAN,
-        "detail": reason,
-    }
-
-
 _CLAIM_METHODS = {
     "intent_q_helps": ("ttp", "ttp_no_intent_q", "ttp_rl", "ttp_rl_no_intent_q"),
     "intent_q_gain_grows_with_rl": ("ttp", "ttp_no_intent_q", "ttp_rl", "ttp_rl_no_intent_q"),
@@ -348,10 +209,10 @@ def _intent_q_helps(frame, claim, kw) -> dict:
     )
     margin = worst["difference"]
     measured = "; ".join(
-        f"{a} - {b}: " + ", ".join(f"{s} {_pts(d[s]['difference'])}" for s in SETS)
+        f"{a} - {b}: " + ", ".join(f"{s} {points(d[s]['difference'])}" for s in SETS)
         for a, b, d in diffs
     )
-    return _verdict(
+    return verdict(
         claim,
         margin > 0,
         margin,
@@ -369,19 +230,19 @@ def _intent_q_gain_grows_with_rl(frame, claim, kw) -> dict:
         ("ttp", -1.0),
         ("ttp_no_intent_q", 1.0),
     ]
-    per_set = _contrasts(frame, weights, kw["measure"], SETS)
+    per_set = per_set_contrasts(frame, weights, kw["measure"], SETS)
     gen = rng(kw["seed"], "ablation", claim["id"], kw["measure"])
-    out = _bootstrap_contrast(per_set, samples=kw["samples"], confidence=kw["confidence"], gen=gen)[
-        "Avg"
-    ]
+    out = bootstrap_group_means(
+        per_set, samples=kw["samples"], confidence=kw["confidence"], gen=gen
+    )["Avg"]
     margin = out["difference"]
-    return _verdict(
+    return verdict(
         claim,
         margin > 0,
         margin,
         out["ci_low"],
         out["ci_high"],
-        measured=f"Avg (ttp_rl - ttp_rl_no_intent_q) - (ttp - ttp_no_intent_q) = {_pts(margin)}",
+        measured=f"Avg (ttp_rl - ttp_rl_no_intent_q) - (ttp - ttp_no_intent_q) = {points(margin)}",
         detail=f"queries matched across the four methods: {out['queries']}",
     )
 
@@ -389,13 +250,13 @@ def _intent_q_gain_grows_with_rl(frame, claim, kw) -> dict:
 def _random_selection_hurts(frame, claim, kw) -> dict:
     d = paired_avg_difference(frame, "ttp", "ttp_rl_no_dynamic_selection", **kw)["Avg"]
     margin = d["difference"]
-    return _verdict(
+    return verdict(
         claim,
         margin > 0,
         margin,
         d["ci_low"],
         d["ci_high"],
-        measured=f"Avg ttp - ttp_rl_no_dynamic_selection = {_pts(margin)}",
+        measured=f"Avg ttp - ttp_rl_no_dynamic_selection = {points(margin)}",
         detail="positive margin: RL without dynamic selection is below SFT only",
     )
 
@@ -410,13 +271,13 @@ def _unfrozen_rm_catastrophic(frame, claim, kw) -> dict:
     d = paired_avg_difference(frame, "ttp", "ttp_rl_unfrozen_reward", **kw)["Avg"]
     margin = d["difference"]
     ranked = ", ".join(f"{m} {100 * v:.2f}" for m, v in sorted(avgs.items(), key=lambda x: x[1]))
-    return _verdict(
+    return verdict(
         claim,
         lowest and margin > 0,
         margin,
         d["ci_low"],
         d["ci_high"],
-        measured=f"Avg ttp - ttp_rl_unfrozen_reward = {_pts(margin)}",
+        measured=f"Avg ttp - ttp_rl_unfrozen_reward = {points(margin)}",
         detail=f"lowest Avg among the Table 7 rows present: {worst} (Avg x100: {ranked})",
     )
 
@@ -441,8 +302,8 @@ def _both_reward_terms_help(frame, claim, kw) -> dict:
     )
     worst = quantities[name]
     margin = worst["difference"]
-    measured = ", ".join(f"{k} = {_pts(v['difference'])}" for k, v in quantities.items())
-    return _verdict(
+    measured = ", ".join(f"{k} = {points(v['difference'])}" for k, v in quantities.items())
+    return verdict(
         claim,
         margin > 0,
         margin,
@@ -486,22 +347,11 @@ def evaluate_claims(
         missing = [m for m in _CLAIM_METHODS[claim["id"]] if m not in present]
         if missing:
             out.append(
-                _not_applicable(claim, "methods not in the per-query frame: " + ", ".join(missing))
+                not_applicable(claim, "methods not in the per-query frame: " + ", ".join(missing))
             )
         else:
             out.append(_CLAIMS[claim["id"]](frame, claim, kw))
     return out
-
-
-def _json_safe(obj):
-    """NaN -> None, so claims.json is strict JSON."""
-    if isinstance(obj, float) and math.isnan(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_json_safe(v) for v in obj]
-    return obj
 
 
 def run_ablations(
@@ -511,19 +361,10 @@ def run_ablations(
     ttp_eval: Mapping,
     seed: int,
     out_dir: str | Path,
-    relevance_paths: Sequence[str | Path] = (),
-    teacher: str = "ttp_rl",
-    history_sweep_path: str | Path | None = None,
-    main_n: int | None = None,
-    public_claims_path: str | Path | None = None,
 ) -> dict:
-    """Write ``table6.parquet``, ``table7.parquet``, ``figure5.parquet`` and ``claims.json``
-    into ``out_dir``; return a summary (methods present and missing, claim statuses).
-    ``relevance_paths``: the ``ttp_relevance`` outputs (Table 4's Relevance column, for the
-    claims that include it); ``teacher``: the distilled student's teacher (Table 8);
-    ``history_sweep_path``: the sweep's per-query measures (Figure 6), whose claim expects the
-    peak at ``main_n`` (the main run's ``history.n``); ``public_claims_path``: the public
-    sets' claim verdicts (Table 5, :mod:`personalir.ttp.evaluation.public`)."""
+    """Write ``table6.parquet``, ``table7.parquet`` and ``figure5.parquet`` into ``out_dir``;
+    return a summary (methods present and missing). The claims about them are evaluated by
+    :mod:`personalir.ttp.evaluation.claims`."""
     import yaml
 
     frame = read_parquet(per_query_path)
@@ -552,37 +393,5 @@ def run_ablations(
     summary["missing"]["figure5"] = [
         m for m in (qwen_embedding_stand_in(present), *FIGURE5) if m not in present
     ]
-    from personalir.ttp.evaluation.relevance_eval import read_relevance_records
-    from personalir.ttp.evaluation.table4_claims import evaluate_table4_claims
-    from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
 
-    order = list(dict.fromkeys(frame["method"]))
-    known = [m for m in order if m in PERSONAL_RETRIEVERS]
-    paper_claims = paper.get("claims") or []
-    found = evaluate_claims(frame, paper_claims, **kw) + evaluate_table4_claims(
-        frame,
-        paper_claims,
-        table4=[m for m in known if PERSONAL_RETRIEVERS.get(m).table4_row],
-        uses_history={m: PERSONAL_RETRIEVERS.get(m).uses_history for m in known},
-        samples=kw["samples"],
-        confidence=kw["confidence"],
-        seed=kw["seed"],
-        relevance=read_relevance_records(relevance_paths) if relevance_paths else None,
-        teacher=teacher,
-    )
-    from personalir.ttp.evaluation.history_sweep import sweep_claims
-
-    found += sweep_claims(paper_claims, history_sweep_path, main_n=main_n, **kw)
-    from personalir.common.io import read_json
-
-    public = read_json(public_claims_path) if public_claims_path else []
-    found += public or [
-        _not_applicable(c, "no public sets configured (ttp.public.sets)")
-        for c in paper_claims
-        if c.get("id") == "public_generalises"
-    ]
-    rank = {c["id"]: i for i, c in enumerate(paper_claims)}
-    claims = sorted(found, key=lambda c: rank[c["id"]])
-    write_json(out_dir / "claims.json", _json_safe(claims))
-    summary["claims"] = {c["id"]: c["status"] for c in claims}
     return summary

@@ -32,6 +32,7 @@ import pandas as pd
 
 from personalir.common.io import read_json, write_json, write_parquet
 from personalir.common.seeding import rng
+from personalir.retrieval.runio import read_run
 from personalir.ttp.inputs.data import read_examples
 from personalir.ttp.model.search import MEASURES, per_query_measures
 
@@ -156,7 +157,6 @@ def evaluate(
 ) -> dict:
     """``runs``: (example set, method, run path). Writes per-query measures, the summary
     (mean + CI per method, set, label) and the methods' labels."""
-    from personalir.retrieval.runio import read_run
 
     test = {}
     for p in examples_paths:

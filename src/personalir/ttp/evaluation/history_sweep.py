@@ -20,7 +20,6 @@ main N minus the best other point's, with a paired bootstrap CI over the same te
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from collections import Counter
@@ -30,46 +29,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from personalir.common.bootstrap import bootstrap_group_means
+from personalir.common.claims import not_applicable, verdict
+from personalir.common.device import ttp_device
 from personalir.common.io import read_parquet, write_json, write_parquet
-from personalir.ttp.evaluation.ablations import (
-    MEASURE,
-    SETS,
-    _bootstrap_contrast,
-    _contrasts,
-    _not_applicable,
-    _verdict,
-    paired_avg_difference,
-    set_means,
-)
-from personalir.ttp.inputs.data import item_fields, read_examples, write_examples
+from personalir.common.seeding import rng
+from personalir.retrieval.runio import read_run
+from personalir.ttp.evaluation.contrasts import paired_avg_difference, per_set_contrasts, set_means
+from personalir.ttp.evaluation.layout import MEASURE, SETS
+from personalir.ttp.evaluation.names import point_method
+from personalir.ttp.inputs.data import ItemCorpus, item_fields, read_examples, write_examples
+from personalir.ttp.inputs.examples import cap_examples
+from personalir.ttp.inputs.history import select_histories
+from personalir.ttp.inputs.relevance import build_relevance
+from personalir.ttp.model.search import per_query_measures
 
 CLAIM_ID = "history_length_peak"
-
-
-def sweep_values(ttp: Mapping) -> list[int]:
-    """The sweep's history lengths, ascending ([] when the sweep is off)."""
-    return sorted(int(n) for n in (ttp.get("history_sweep") or {}).get("values") or ())
-
-
-def point_method(n: int) -> str:
-    """The sweep point's method name in the per-query frame."""
-    return f"ttp_history_n{int(n)}"
-
-
-def point_ttp(ttp: Mapping, n: int) -> dict:
-    """The ``ttp`` section one sweep point runs with: ``history.n = n``, the sweep's training
-    cap and ``sft`` overrides, and a prompt budget grown for the longer history."""
-    sweep = ttp.get("history_sweep") or {}
-    out = copy.deepcopy(dict(ttp))
-    main_n = int(ttp["history"]["n"])
-    out["history"] = {**out["history"], "n": int(n)}
-    if sweep.get("max_train_per_set") is not None:
-        out["split"] = {**out["split"], "max_train_per_set": int(sweep["max_train_per_set"])}
-    sft = {**out["sft"], **(sweep.get("sft") or {})}
-    extra = max(0, int(n) - main_n) * int(sft["history_item_tokens"])
-    sft["max_query_tokens"] = int(sft["max_query_tokens"]) + extra
-    out["sft"] = sft
-    return out
 
 
 def build_point_examples(
@@ -86,11 +61,6 @@ def build_point_examples(
     ``split`` says (validation and test searches are kept, so every point is validated and
     tested on the same searches), each with its top-``history.n`` history again.
     ``relevance``: the relevance model (default: the one ``ttp.history.relevance`` names)."""
-    from personalir.common.device import ttp_device
-    from personalir.ttp.inputs.data import ItemCorpus
-    from personalir.ttp.inputs.examples import cap_examples
-    from personalir.ttp.inputs.history import select_histories
-    from personalir.ttp.inputs.relevance import build_relevance
 
     examples = read_examples(examples_path)
     corpus = ItemCorpus.read(items_path)
@@ -124,8 +94,6 @@ def sweep_frame(
     """Per-query measures of every sweep point's runs (``(N, example set, run path)``; method
     :func:`point_method`) on the main example sets' test searches; column ``history_n`` names
     the point."""
-    from personalir.retrieval.runio import read_run
-    from personalir.ttp.model.search import per_query_measures
 
     test: dict[str, list] = {}
     for p in examples_paths:
@@ -170,14 +138,13 @@ def figure6_rows(
     """Long table: one row per (N, test set or Avg) with the mean ``measure``, its percentile
     bootstrap CI and the number of queries; the Avg's CI resamples each set independently.
     ``well_formed`` (N -> share, :func:`well_formed_shares`) adds that column."""
-    from personalir.common.seeding import rng
 
     rows = []
     for n in sorted(set(frame["history_n"])):
         method = point_method(n)
-        per_set = _contrasts(frame, [(method, 1.0)], measure, SETS)
+        per_set = per_set_contrasts(frame, [(method, 1.0)], measure, SETS)
         gen = rng(seed, "history_sweep", int(n), measure)
-        boot = _bootstrap_contrast(per_set, samples=samples, confidence=confidence, gen=gen)
+        boot = bootstrap_group_means(per_set, samples=samples, confidence=confidence, gen=gen)
         for s in (*SETS, "Avg"):
             rows.append(
                 {
@@ -231,7 +198,7 @@ def history_length_peak(
     """Verdict on ``history_length_peak`` over the sweep's per-query frame (see module doc)."""
     values = sorted(int(n) for n in set(frame["history_n"])) if len(frame) else []
     if int(main_n) not in values or len(values) < 2:
-        return _not_applicable(
+        return not_applicable(
             claim,
             f"the sweep ({values or 'none'}) does not hold the main N = {main_n} and another point",
         )
@@ -249,7 +216,7 @@ def history_length_peak(
     peak = max(values, key=lambda n: (avg[n], -n))
     margin = avg[int(main_n)] - avg[best]
     measured = ", ".join(f"N={n}: {100 * avg[n]:.2f}" for n in values)
-    verdict = _verdict(
+    found = verdict(
         claim,
         not math.isnan(margin) and margin > 0,
         margin,
@@ -258,7 +225,7 @@ def history_length_peak(
         measured=f"Avg Recall@20 {measured}",
         detail=f"peak at N = {peak}; main N = {main_n}; runner-up N = {best}",
     )
-    return verdict
+    return found
 
 
 def sweep_claims(
@@ -277,7 +244,7 @@ def sweep_claims(
         if claim.get("id") != CLAIM_ID:
             continue
         if not per_query_path:
-            out.append(_not_applicable(claim, "no history-length sweep configured"))
+            out.append(not_applicable(claim, "no history-length sweep configured"))
             continue
         out.append(
             history_length_peak(

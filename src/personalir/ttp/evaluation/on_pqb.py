@@ -36,29 +36,27 @@ import numpy as np
 import pandas as pd
 
 from personalir.common.bootstrap import bootstrap_replicates, percentile_interval, ratio
+from personalir.common.device import ttp_device
+from personalir.common.io import read_json, write_json, write_text
 from personalir.common.seeding import rng
-
-MODES = ("history", "no_history")
-MODE_LABELS = {"history": "with", "no_history": "without", None: "not used"}
-SET_PREFIX = "PQB-"
-NO_HISTORY_SUFFIX = "-nohistory"
-PAIR_ROLES = {"syntactic": ("a", "b"), "writing_error": ("clean", "error")}
-
-
-def set_name(domain: str, mode: str) -> str:
-    if mode not in MODES:
-        raise ValueError(f"unknown history mode {mode!r} (one of {MODES})")
-    return SET_PREFIX + domain + (NO_HISTORY_SUFFIX if mode == "no_history" else "")
-
-
-def parse_set_name(name: str) -> tuple[str, str]:
-    """``PQB-<domain>[-nohistory]`` -> (domain, mode)."""
-    if not name.startswith(SET_PREFIX):
-        raise ValueError(f"{name!r} is not a TTP-on-PQB set name ({SET_PREFIX}<domain>)")
-    rest = name[len(SET_PREFIX) :]
-    if rest.endswith(NO_HISTORY_SUFFIX):
-        return rest[: -len(NO_HISTORY_SUFFIX)], "no_history"
-    return rest, "history"
+from personalir.queries.benchmark_format import read_benchmark
+from personalir.retrieval.metrics import (
+    MetricSettings,
+    parse_metric,
+    per_query_frame,
+    restrict_to_common,
+)
+from personalir.retrieval.runio import read_run
+from personalir.retrieval.stats import (
+    bootstrap_summary,
+    paired_differences,
+    paired_randomisation_test,
+)
+from personalir.retrieval.summary import write_csv
+from personalir.ttp.evaluation.names import MODE_LABELS, PAIR_ROLES, parse_set_name
+from personalir.ttp.inputs.data import item_fields, pqb_examples, read_examples, write_examples
+from personalir.ttp.inputs.history import select_histories
+from personalir.ttp.inputs.relevance import build_relevance
 
 
 # --------------------------------------------------------------------------- pair subset
@@ -124,12 +122,6 @@ def build_set(
     ``train_examples`` (the TTP training set of the same domain, when TTP trains on it) is
     read to count queries whose (user, product) TTP saw as a training search: they are
     kept and counted (``seen_in_training``), not dropped."""
-    from personalir.common.device import ttp_device
-    from personalir.common.io import write_json
-    from personalir.queries.benchmark_format import read_benchmark
-    from personalir.ttp.inputs.data import item_fields, pqb_examples, read_examples, write_examples
-    from personalir.ttp.inputs.history import select_histories
-    from personalir.ttp.inputs.relevance import build_relevance
 
     domain, mode = parse_set_name(name)
     settings = dict(ttp.get("pqb") or {})
@@ -214,8 +206,6 @@ def metric_settings(retrieval_metrics: Mapping, depth: int):
     """PQB's metric settings with RR cut at the shallower of the two depths."""
     from dataclasses import replace
 
-    from personalir.retrieval.metrics import MetricSettings
-
     base = MetricSettings.from_config(retrieval_metrics)
     return replace(base, rr_depth=min(int(base.rr_depth), int(depth)))
 
@@ -227,8 +217,6 @@ def per_query(
 ) -> dict[tuple[str, str, str | None], pd.DataFrame]:
     """(domain, method, mode) -> PQB's per-query frame of that run over the domain's queries
     (a query the run does not list retrieves nothing)."""
-    from personalir.retrieval.metrics import per_query_frame
-    from personalir.retrieval.runio import read_run
 
     out = {}
     for key, path in runs.items():
@@ -251,8 +239,6 @@ def summarize(
     seed: int,
 ) -> pd.DataFrame:
     """One row per (table row, metric, domain or Average): value, 95% CI, products, items."""
-    from personalir.retrieval.metrics import parse_metric
-    from personalir.retrieval.stats import bootstrap_summary
 
     out = []
     for method, mode in rows:
@@ -300,8 +286,6 @@ def history_effects(
     """The claim-style summary: per history-reading method and metric, the difference
     with - without history over the same queries (paired per product), its bootstrap CI,
     the randomisation test's p and the verdict (lower is more robust for every PQB metric)."""
-    from personalir.retrieval.metrics import parse_metric, restrict_to_common
-    from personalir.retrieval.stats import paired_differences, paired_randomisation_test
 
     out = []
     for method in methods:
@@ -450,9 +434,6 @@ def evaluate(
     ``examples``: domain -> the history set's examples (the queries evaluated); ``out`` keys:
     summary, table, effects, effects_md, facts (what the captions say: queries, pairs, the
     table's metrics, RR's depth)."""
-    from personalir.common.io import read_json, write_json, write_text
-    from personalir.retrieval.summary import write_csv
-    from personalir.ttp.inputs.data import read_examples
 
     settings = metric_settings(retrieval_metrics, int(ttp["depth"]))
     confidence = float(ttp["evaluation"]["confidence"])

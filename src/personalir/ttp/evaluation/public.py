@@ -28,11 +28,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from personalir.common.claims import not_applicable, verdict
+from personalir.common.device import ttp_device
 from personalir.common.io import write_json, write_parquet
 from personalir.common.seeding import rng
+from personalir.retrieval.runio import read_run
+from personalir.ttp.evaluation.evaluate import bootstrap_ci
+from personalir.ttp.evaluation.names import PUBLIC_MEASURES
 from personalir.ttp.inputs.data import item_fields, load_examples, read_examples, write_examples
+from personalir.ttp.inputs.history import select_histories
+from personalir.ttp.inputs.relevance import build_relevance
 
-MEASURES = {"HR@20": "Success@20", "nDCG@20": "nDCG@20", "Recall@20": "R@20"}
 CLAIM_ID = "public_generalises"
 
 
@@ -50,9 +56,6 @@ def build_public_set(
 ) -> dict:
     """One public set's test examples (the first ``max_test`` by example id; None: all),
     labelled with the set's name, with selected histories, and its items."""
-    from personalir.common.device import ttp_device
-    from personalir.ttp.inputs.history import select_histories
-    from personalir.ttp.inputs.relevance import build_relevance
 
     t0 = time.perf_counter()
     # KuaiSearch's items file is 2.8 GB: its corpus is the items some session names (the
@@ -118,7 +121,7 @@ def public_measures(examples: Sequence, run: Mapping[str, Sequence[str]], method
     items; a query the run does not list scores 0."""
     import ir_measures
 
-    measures = {name: ir_measures.parse_measure(code) for name, code in MEASURES.items()}
+    measures = {name: ir_measures.parse_measure(code) for name, code in PUBLIC_MEASURES.items()}
     qrels = {ex.example_id: dict.fromkeys(relevant_items(ex), 1) for ex in examples}
     scored = {
         ex.example_id: {d: float(len(docs) - i) for i, d in enumerate(docs)}
@@ -158,8 +161,6 @@ def evaluate_public(
     """Rule ttp_public_evaluate: per-query measures of every (set, method, run file), their
     means with bootstrap CIs, and the verdict on ``public_generalises`` over ``cells`` (set ->
     the measures Table 5 shows for it; None: every measure of every set)."""
-    from personalir.retrieval.runio import read_run
-    from personalir.ttp.evaluation.evaluate import bootstrap_ci
 
     samples = int(ttp_eval["bootstrap_samples"])
     confidence = float(ttp_eval["confidence"])
@@ -172,7 +173,7 @@ def evaluate_public(
     write_parquet(per_query_out, frame)
     rows = []
     for (set_name, method), sub in frame.groupby(["set", "method"], sort=False):
-        for name in MEASURES:
+        for name in PUBLIC_MEASURES:
             lo, hi = bootstrap_ci(
                 sub[name].to_numpy(), samples, confidence, seed, set_name, method, name
             )
@@ -221,16 +222,15 @@ def generalises(
     None: all). Margin: the smallest of (ttp_rl - best
     other method) over the cells, in points; its CI a paired bootstrap over that cell's
     queries."""
-    from personalir.ttp.evaluation.ablations import _not_applicable, _verdict
 
     methods = set(frame["method"])
     if not {"ttp_rl", "ttp"} <= methods:
-        return _not_applicable(claim, "needs ttp_rl and ttp among ttp.public.methods")
+        return not_applicable(claim, "needs ttp_rl and ttp among ttp.public.methods")
     worst, cell = np.inf, None
     for set_name in dict.fromkeys(frame["set"]):
         sub = frame[frame["set"] == set_name]
-        means = sub.groupby("method")[list(MEASURES)].mean()
-        for measure in (cells or {}).get(set_name, MEASURES):
+        means = sub.groupby("method")[list(PUBLIC_MEASURES)].mean()
+        for measure in (cells or {}).get(set_name, PUBLIC_MEASURES):
             others = means[measure].drop("ttp_rl")
             rival = str(others.idxmax())
             gap = float(means.loc["ttp_rl", measure] - others.max())
@@ -249,10 +249,10 @@ def generalises(
             - frame[(frame["set"] == s) & (frame["method"] == "ttp")][m].mean()
         )
         for s in dict.fromkeys(frame["set"])
-        for m in (cells or {}).get(s, MEASURES)
+        for m in (cells or {}).get(s, PUBLIC_MEASURES)
     }
     held = worst > 0 and all(v > 0 for v in rl_vs_sft.values())
-    return _verdict(
+    return verdict(
         claim,
         held,
         worst,

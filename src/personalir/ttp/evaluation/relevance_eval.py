@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from personalir.common.io import read_json
 from personalir.ttp.inputs.data import Example
 from personalir.ttp.inputs.relevance_set import GradedPair, spearman
 
@@ -237,8 +238,6 @@ def read_relevance_records(paths: Sequence) -> dict[str, dict[str, dict]]:
     """Method -> example set -> its ``ttp_relevance`` record, from the rule's outputs
     (``<results>/ttp/<set>/relevance/<method>.json``: the set is the folder's parent)."""
     from pathlib import Path
-
-    from personalir.common.io import read_json
 
     out: dict[str, dict[str, dict]] = {}
     for path in paths:

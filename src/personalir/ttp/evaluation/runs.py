@@ -14,8 +14,16 @@ from pathlib import Path
 
 from personalir.common.io import write_json
 from personalir.common.seeding import rng
+from personalir.retrieval.runio import write_run
+from personalir.ttp.evaluation.relevance_eval import (
+    relevance_examples,
+    relevance_of_ranking,
+    split_known,
+)
 from personalir.ttp.inputs.data import ItemCorpus, read_examples
-from personalir.ttp.methods.base import method_context
+from personalir.ttp.inputs.relevance_set import read_relevance_pairs
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS, build_retriever, method_context
+from personalir.ttp.training.decoupled import read_rewrites
 
 
 def run_method(
@@ -36,17 +44,12 @@ def run_method(
 ) -> dict:
     import torch
 
-    from personalir.retrieval.runio import write_run
-    from personalir.ttp.methods.base import PERSONAL_RETRIEVERS, build_retriever
-
     torch.set_num_threads(threads)
     t0 = time.perf_counter()
     corpus = ItemCorpus.read(items_path)
     test = [e for e in read_examples(examples_path) if e.split == "test"]
     rewrites = {}
     if rewrites_path:
-        from personalir.ttp.training.decoupled import read_rewrites
-
         rewrites = read_rewrites(rewrites_path)
     ctx = method_context(
         corpus,
@@ -96,14 +99,6 @@ def relevance_method(
     """Rule ttp_relevance: one method's history-free Spearman on a Relevance set
     (:mod:`personalir.ttp.evaluation.relevance_eval`)."""
     import torch
-
-    from personalir.ttp.evaluation.relevance_eval import (
-        relevance_examples,
-        relevance_of_ranking,
-        split_known,
-    )
-    from personalir.ttp.inputs.relevance_set import read_relevance_pairs
-    from personalir.ttp.methods.base import PERSONAL_RETRIEVERS, build_retriever
 
     cls = PERSONAL_RETRIEVERS.get(method)
     if cls.needs_rewrites:

@@ -39,17 +39,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from personalir.common.bootstrap import bootstrap_group_means
+from personalir.common.claims import not_applicable, verdict
 from personalir.common.seeding import rng
-from personalir.ttp.evaluation.ablations import (
-    SETS,
-    _bootstrap_contrast,
-    _contrasts,
-    _not_applicable,
-    _verdict,
-    paired_avg_difference,
-    qwen_embedding_stand_in,
-    set_means,
-)
+from personalir.ttp.evaluation.contrasts import paired_avg_difference, per_set_contrasts, set_means
+from personalir.ttp.evaluation.layout import SETS, qwen_embedding_stand_in
+from personalir.ttp.evaluation.relevance_eval import paired_spearman_difference
 
 MEASURES = ("Recall@10", "Recall@20", "Recall@100", "MRR@100")
 CLAIM_IDS = (
@@ -79,7 +74,7 @@ def _boot(kw) -> dict:
 
 def _held(claim, margin, lo, hi, measured, detail="") -> dict:
     """The verdict: held when the margin is positive (see :func:`ablations._verdict`)."""
-    return _verdict(claim, margin > 0, margin, lo, hi, measured=measured, detail=detail)
+    return verdict(claim, margin > 0, margin, lo, hi, measured=measured, detail=detail)
 
 
 def _cell_means(frame: pd.DataFrame, method: str) -> dict[tuple[str, str], float]:
@@ -91,7 +86,7 @@ def _history_helps(frame, claim, table4, uses_history, kw):
     hist = [m for m in table4 if uses_history[m]]
     query = [m for m in table4 if not uses_history[m]]
     if not hist or not query:
-        return _not_applicable(claim, "needs history-using and query-only Table 4 rows")
+        return not_applicable(claim, "needs history-using and query-only Table 4 rows")
     avgs = {m: set_means(frame, m, "Recall@20")["Avg"] for m in table4}
     low = min(hist, key=lambda m: avgs[m])
     best = max(query, key=lambda m: avgs[m])
@@ -125,7 +120,6 @@ def _cells_vs(frame, a, others, kw, paired_with=None):
 def _relevance_cell(kw, a, others):
     """(smallest Spearman(a) - Spearman(best other), its paired CI, the rival) on the
     Relevance set, or None when it is not evaluated for ``a`` or for any of ``others``."""
-    from personalir.ttp.evaluation.relevance_eval import paired_spearman_difference
 
     rel = kw.get("relevance") or {}
     if a not in rel:
@@ -173,7 +167,7 @@ def _with_relevance(worst, ci, where, kw, a, others):
 def _best_everywhere(frame, claim, table4, uses_history, kw):
     others = [m for m in table4 if m != "ttp_rl"]
     if not others:
-        return _not_applicable(claim, "no other Table 4 row to compare with")
+        return not_applicable(claim, "no other Table 4 row to compare with")
     worst, d, (s, m), rival = _cells_vs(frame, "ttp_rl", others, kw)
     worst, (lo, hi), where, note = _with_relevance(
         worst, (d["ci_low"], d["ci_high"]), f"{s} {m} vs {rival}", kw, "ttp_rl", others
@@ -202,7 +196,7 @@ def _student_retains_teacher(frame, claim, table4, uses_history, kw):
     teacher = kw["teacher"]
     present = set(frame["method"])
     if teacher not in present:
-        return _not_applicable(claim, f"the teacher {teacher} is not evaluated")
+        return not_applicable(claim, f"the teacher {teacher} is not evaluated")
     parts = {f"student - {RETENTION:g} x teacher": [("student", 1.0), (teacher, -RETENTION)]}
     missing = []
     for with_term, without, name in TERM_GAINS:
@@ -212,9 +206,9 @@ def _student_retains_teacher(frame, claim, table4, uses_history, kw):
             missing.append(name)
     results = {}
     for name, weights in parts.items():
-        per_set = _contrasts(frame, weights, "Recall@20", SETS)
+        per_set = per_set_contrasts(frame, weights, "Recall@20", SETS)
         gen = rng(kw["seed"], "table4_claim", claim["id"], name)
-        results[name] = _bootstrap_contrast(
+        results[name] = bootstrap_group_means(
             per_set, samples=kw["samples"], confidence=kw["confidence"], gen=gen
         )["Avg"]
     name = min(results, key=lambda k: results[k]["difference"])
@@ -235,7 +229,7 @@ def _student_retains_teacher(frame, claim, table4, uses_history, kw):
 def _gain_broad_vs_general(frame, claim, table4, uses_history, kw):
     base = qwen_embedding_stand_in(set(frame["method"]))
     if base not in set(frame["method"]):
-        return _not_applicable(claim, "neither llm_embedding nor dense was evaluated")
+        return not_applicable(claim, "neither llm_embedding nor dense was evaluated")
     diffs = {}
     for s in ("Broad", "General"):
         sub = frame[frame["label"] == s]
@@ -244,7 +238,7 @@ def _gain_broad_vs_general(frame, claim, table4, uses_history, kw):
         common = a.index.intersection(b.index)
         diffs[s] = (a.loc[common] - b.loc[common]).to_numpy(float)
     if not all(len(v) for v in diffs.values()):
-        return _not_applicable(claim, "Broad or General has no test queries")
+        return not_applicable(claim, "Broad or General has no test queries")
     margin = float(diffs["Broad"].mean() - diffs["General"].mean())
     gen = rng(kw["seed"], "table4_claim", claim["id"])
     boots = np.empty(kw["samples"])
@@ -311,7 +305,7 @@ def evaluate_table4_claims(
         fn, needs = _CLAIMS[claim["id"]]
         missing = [m for m in needs if m not in present]
         if missing:
-            out.append(_not_applicable(claim, "methods not evaluated: " + ", ".join(missing)))
+            out.append(not_applicable(claim, "methods not evaluated: " + ", ".join(missing)))
         else:
             out.append(fn(frame, claim, rows, uses_history, kw))
     return out

@@ -35,6 +35,7 @@ from personalir.common.details import details_pairs
 from personalir.common.io import read_parquet_table, write_jsonl, write_parquet
 from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed
+from personalir.queries.benchmark_format import read_benchmark
 
 SEP = " [SEP] "
 ITEM_FIELDS = ("title", "main_category", "features")
@@ -450,7 +451,6 @@ def pqb_examples(
     domain: str,
     **_: object,
 ) -> tuple[list[Example], ItemCorpus]:
-    from personalir.queries.benchmark_format import read_benchmark
 
     corpus = corpus_from_tables(products, meta)
     by_user: dict[str, list[tuple[int, str]]] = {}

@@ -15,8 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from personalir.common.device import ttp_device
 from personalir.common.io import write_json
 from personalir.ttp.inputs.data import Example, item_fields, load_examples, write_examples
+from personalir.ttp.inputs.history import select_histories
+from personalir.ttp.inputs.relevance import build_relevance
 
 
 def cap_examples(examples: list[Example], split_cfg: Mapping) -> list[Example]:
@@ -53,9 +56,6 @@ def build_example_set(
     report_out: str | Path,
     log=print,
 ) -> dict:
-    from personalir.common.device import ttp_device
-    from personalir.ttp.inputs.history import select_histories
-    from personalir.ttp.inputs.relevance import build_relevance
 
     t0 = time.perf_counter()
     examples, corpus = load_examples(source, **source_args)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from personalir.common.models import resolve_model
 from personalir.common.registry import Registry
 
 
@@ -43,8 +44,6 @@ class DenseRelevance(RelevanceModel):
         device: str = "cpu",
     ):
         from sentence_transformers import SentenceTransformer
-
-        from personalir.common.models import resolve_model
 
         ref = resolve_model(model, allow_download=allow_download)
         self.name = f"dense:{model}"
@@ -92,8 +91,6 @@ class RerankerRelevance(RelevanceModel):
         device: str = "cpu",
     ):
         from FlagEmbedding import FlagReranker
-
-        from personalir.common.models import resolve_model
 
         ref = resolve_model(model, allow_download=allow_download)
         self.name = f"reranker:{model}"

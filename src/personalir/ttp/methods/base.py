@@ -38,7 +38,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from personalir.common.device import ttp_device
 from personalir.common.registry import Registry
+from personalir.retrieval.base import RETRIEVERS, QueryText, RunSettings, load_builtin_retrievers
+from personalir.retrieval.corpus import corpus_from_texts
 from personalir.ttp.inputs.data import Example, ItemCorpus, item_fields
 from personalir.ttp.model.search import Ranking
 
@@ -137,8 +140,6 @@ PERSONAL_RETRIEVERS: Registry[type[PersonalRetriever]] = Registry(
 
 def stage_retriever(kind: str, model: str | None, ctx: RetrievalContext):
     """A retriever of the retrieval stage, indexed on the item texts."""
-    from personalir.retrieval.base import RETRIEVERS, RunSettings, load_builtin_retrievers
-    from personalir.retrieval.corpus import corpus_from_texts
 
     load_builtin_retrievers()
     settings = RunSettings(
@@ -151,7 +152,6 @@ def stage_retriever(kind: str, model: str | None, ctx: RetrievalContext):
 
 def rank_texts(retriever, examples: Sequence[Example], texts: Sequence[str], depth: int):
     """Rank one text per example (its id the query id) with a retrieval-stage retriever."""
-    from personalir.retrieval.base import QueryText
 
     queries = [QueryText(ex.example_id, t) for ex, t in zip(examples, texts, strict=True)]
     return retriever.rank(queries, depth)
@@ -177,8 +177,6 @@ def method_context(
 ):
     """What a method's retriever is built with (a ``baselines.RetrievalContext``), its models
     on ``ttp.device``."""
-    from personalir.common.device import ttp_device
-    from personalir.ttp.methods.base import RetrievalContext
 
     return RetrievalContext(
         corpus=corpus,

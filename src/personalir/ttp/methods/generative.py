@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from personalir.common.causal_lm import load_causal_lm
+from personalir.common.models import resolve_model
 from personalir.ttp.methods.base import (
     PERSONAL_RETRIEVERS,
     PersonalRetriever,
@@ -63,9 +65,6 @@ class HyDE(PersonalRetriever):
 
     def generate(self, queries: Sequence[str]) -> list[str]:
         import torch
-
-        from personalir.common.causal_lm import load_causal_lm
-        from personalir.common.models import resolve_model
 
         ref = resolve_model(self.ctx.models["generator"])
         model, tok = load_causal_lm(ref, device=self.ctx.device, cache_dir=self.ctx.model_cache)

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 
+from personalir.retrieval.base import Retriever
+from personalir.ttp.inputs.data import pqb_examples
+from personalir.ttp.inputs.history import select_histories
+from personalir.ttp.inputs.relevance import build_relevance
 from personalir.ttp.methods.base import PERSONAL_RETRIEVERS, RetrievalContext, build_retriever
 
 
 def _retrieval_base():
-    from personalir.retrieval.base import Retriever
 
     return Retriever
 
@@ -44,9 +47,6 @@ class PQBPersonalRetriever(_retrieval_base()):
     }
 
     def index(self, corpus) -> None:
-        from personalir.ttp.inputs.data import pqb_examples
-        from personalir.ttp.inputs.history import select_histories
-        from personalir.ttp.inputs.relevance import build_relevance
 
         p = self.params
         examples, items = pqb_examples(

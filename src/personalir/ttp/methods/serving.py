@@ -43,9 +43,26 @@ from pathlib import Path
 
 import numpy as np
 
-from personalir.common.io import read_json, read_parquet_table, sha256_file, write_json
-from personalir.ttp.inputs.data import Example
-from personalir.ttp.methods.base import PERSONAL_RETRIEVERS, PersonalRetriever, build_retriever
+from personalir.common.device import ttp_device
+from personalir.common.io import (
+    read_json,
+    read_parquet_table,
+    sha256_file,
+    write_json,
+    write_parquet,
+)
+from personalir.ttp.inputs.data import Example, ItemCorpus, item_fields, read_examples
+from personalir.ttp.inputs.history import select_histories
+from personalir.ttp.inputs.relevance import build_relevance
+from personalir.ttp.methods.base import (
+    PERSONAL_RETRIEVERS,
+    PersonalRetriever,
+    build_retriever,
+    method_context,
+)
+from personalir.ttp.model.prompts import parse_generated
+from personalir.ttp.model.search import exact_search
+from personalir.ttp.training.sft_data import SFTSettings, build_prompt
 
 STORE_FORMAT = "personalir.ttp.embedding_store/1"
 EMBEDDINGS = "embeddings.parquet"
@@ -74,8 +91,6 @@ def write_store(
     is an error (two embeddings for one request); an identical repeat is kept once.
     """
     import pyarrow as pa
-
-    from personalir.common.io import write_parquet
 
     embeddings = np.asarray(embeddings, dtype=np.float32)
     if embeddings.ndim != 2 or not (len(user_ids) == len(queries) == embeddings.shape[0]):
@@ -343,8 +358,6 @@ class CachedTTP(PersonalRetriever):
     def rank(self, examples):
         from dataclasses import replace
 
-        from personalir.ttp.model.search import exact_search
-
         models = self.ctx.models
         store = open_store(models["ttp_store"], model_version=model_version(models))
         hits = [ex for ex in examples if store.get(ex.user_id, ex.query) is not None]
@@ -410,14 +423,6 @@ def build_store(
     import time
 
     import torch
-
-    from personalir.common.device import ttp_device
-    from personalir.ttp.inputs.data import ItemCorpus, item_fields, read_examples
-    from personalir.ttp.inputs.history import select_histories
-    from personalir.ttp.inputs.relevance import build_relevance
-    from personalir.ttp.methods.base import method_context
-    from personalir.ttp.model.prompts import parse_generated
-    from personalir.ttp.training.sft_data import SFTSettings, build_prompt
 
     torch.set_num_threads(threads)
     t0 = time.perf_counter()

@@ -10,11 +10,7 @@ from personalir.ttp.methods.base import (
     stage_retriever,
 )
 from personalir.ttp.training.distill import VARIANTS, student_views
-
-
-def method_name(variant: str) -> str:
-    """The method that evaluates a student variant: ``student`` (full) or ``student_<v>``."""
-    return "student" if variant == "full" else f"student_{variant}"
+from personalir.ttp.training.student import method_name
 
 
 @PERSONAL_RETRIEVERS.register("student")

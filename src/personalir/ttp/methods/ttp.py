@@ -7,8 +7,14 @@ from typing import ClassVar
 
 import numpy as np
 
+from personalir.common.device import to_device
+from personalir.retrieval import encodings as e
 from personalir.ttp.methods.base import PERSONAL_RETRIEVERS, PersonalRetriever
+from personalir.ttp.model.backbone import load_adapter, load_backbone
+from personalir.ttp.model.encoder import TTPEncoder
+from personalir.ttp.model.prompts import parse_generated, target_text
 from personalir.ttp.model.search import exact_search
+from personalir.ttp.training.sft_data import SFTSettings, build_prompt
 
 
 @PERSONAL_RETRIEVERS.register("ttp")
@@ -50,9 +56,6 @@ class TTPRetriever(PersonalRetriever):
         self.encoder = None
 
     def load(self):
-        from personalir.common.device import to_device
-        from personalir.ttp.model.backbone import load_adapter, load_backbone
-        from personalir.ttp.model.encoder import TTPEncoder
 
         model, tok, info = load_backbone(self.ctx.models["ttp_backbone"])
         adapter = self.ctx.models.get("ttp_adapter")
@@ -71,9 +74,6 @@ class TTPRetriever(PersonalRetriever):
 
     def rank(self, examples):
         import time
-
-        from personalir.ttp.model.prompts import parse_generated, target_text
-        from personalir.ttp.training.sft_data import SFTSettings, build_prompt
 
         if self.encoder is None:
             self.load()
@@ -125,9 +125,6 @@ class TTPRetriever(PersonalRetriever):
         if not self.ctx.encoding_cache:
             return enc.encode_items(texts)
         import torch
-
-        from personalir.retrieval import encodings as e
-        from personalir.ttp.model.encoder import TTPEncoder
 
         key = {
             "encoder": "ttp_items",

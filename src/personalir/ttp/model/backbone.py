@@ -18,7 +18,12 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from personalir.common.causal_lm import load_causal_lm
 from personalir.common.device import to_device
+from personalir.common.hf_files import stable_tokenizer_config
+from personalir.common.io import write_json
+from personalir.common.models import resolve_model
+from personalir.common.seeding import derive_seed
 from personalir.ttp.model.prompts import (
     THINK_CLOSE,
     THINK_OPEN,
@@ -94,9 +99,6 @@ def prepare_backbone(cfg: BackboneConfig, seed: int, model_cache: str | Path | N
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from personalir.common.causal_lm import load_causal_lm
-    from personalir.common.models import resolve_model
-
     use_embedding_token(cfg.embedding_token)
     ref = resolve_model(cfg.model, allow_download=cfg.allow_download)
     if ref.gguf_file:
@@ -165,8 +167,6 @@ def describe_backbone(info: BackboneInfo) -> str:
 
 
 def save_backbone(model, tokenizer, info: BackboneInfo, out_dir: str | Path) -> None:
-    from personalir.common.hf_files import stable_tokenizer_config
-    from personalir.common.io import write_json
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -202,8 +202,6 @@ def attach_lora(model, tokenizer, lora: LoraSettings, *, seed: int):
     step's loss cannot tell an unseeded A, but every later step would differ run to run."""
     import torch
     from peft import LoraConfig, get_peft_model
-
-    from personalir.common.seeding import derive_seed
 
     ids = tokenizer.convert_tokens_to_ids(list(special_tokens()))
     trainable = {"embed_tokens": ids}

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from personalir.common.models import resolve_model
+
 
 def st_encoder(model: str, device: str = "cpu"):
     from sentence_transformers import SentenceTransformer
-
-    from personalir.common.models import resolve_model
 
     return SentenceTransformer(resolve_model(model).path, device=device)
 

@@ -25,6 +25,7 @@ from personalir.ttp.model.prompts import (
     THINK_CLOSE,
     THINK_OPEN,
     embedding_token,
+    target_text,
 )
 
 
@@ -228,7 +229,6 @@ class TTPEncoder:
         return self.encode_ids([self.item_ids(t) for t in item_texts])
 
     def encode_queries(self, prompts: Sequence[str], rewrites: Sequence[str]) -> np.ndarray:
-        from personalir.ttp.model.prompts import target_text
 
         return self.encode_ids(
             [self.query_ids(p, target_text(r))[0] for p, r in zip(prompts, rewrites, strict=True)]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from personalir.common.io import atomic_open, read_json, read_parquet, write_text
 from personalir.common.latex import dataframe_to_latex, escape
+from personalir.common.plotting import palette, pyplot
 from personalir.ttp.evaluation.ablations import COLUMNS, FIGURE5, LABELS, SETS, TABLES
 from personalir.ttp.paper.figures import save_figure
 
@@ -177,7 +178,6 @@ def claims_latex(claims: Sequence[Mapping], *, config_label: str) -> str:
 def figure5_plot(frame: pd.DataFrame, *, out: str | Path, title: str) -> None:
     """Grouped bars per test set: our gains with CI error bars, the paper's as hollow
     diamonds."""
-    from personalir.common.plotting import palette, pyplot
 
     plt = pyplot()
     colours = palette(10)
@@ -242,6 +242,7 @@ def figure5_plot(frame: pd.DataFrame, *, out: str | Path, title: str) -> None:
 def make_ablation_outputs(
     *,
     ablation_dir: str | Path,
+    claims_path: str | Path,
     config_label: str,
     tex_dir: str | Path,
     csv_dir: str | Path,
@@ -265,7 +266,7 @@ def make_ablation_outputs(
     written["figure5_csv"] = csv_dir / "figure5.csv"
     figure5_plot(fig, out=figure_out, title=f"Figure 5 layout ({config_label})")
     written["figure5"] = Path(figure_out)
-    claims = read_json(ablation_dir / "claims.json")
+    claims = read_json(claims_path)
     write_text(csv_dir / "claims.md", claims_markdown(claims, config_label=config_label))
     write_text(tex_dir / "ttp_claims.tex", claims_latex(claims, config_label=config_label))
     written["claims_md"] = csv_dir / "claims.md"

@@ -45,6 +45,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from personalir.common.io import atomic_open, read_json
+from personalir.common.plotting import palette, pyplot
+from personalir.ttp.inputs.data import ItemCorpus, check_examples, read_examples
+from personalir.ttp.paper.figures import save_figure
+
 CATEGORIES = (
     "keep",
     "intent_disambiguation",
@@ -286,9 +291,6 @@ def plot(shares, *, out: str | Path, title: str) -> None:
     import pandas as pd
     import seaborn as sns
 
-    from personalir.common.plotting import palette, pyplot
-    from personalir.ttp.paper.figures import save_figure
-
     plt = pyplot()
     long = []
     for row in shares.itertuples(index=False):
@@ -362,9 +364,6 @@ def make_figure3(
     import pandas as pd
     import yaml
 
-    from personalir.common.io import atomic_open, read_json
-    from personalir.ttp.inputs.data import ItemCorpus, check_examples, read_examples
-
     paper = None
     if paper_path:
         doc = yaml.safe_load(Path(paper_path).read_text(encoding="utf-8")) or {}
@@ -407,24 +406,3 @@ def make_figure3(
     )
     plot(shares, out=pdf_out, title=title)
     return shares
-
-
-def figure3_method(config: Mapping) -> str:
-    """``ttp.figure3.method``, checked: an evaluated method whose run writes rewrites (for
-    the rule module, so a wrong name stops the workflow at start, not as a missing input)."""
-    ttp = config["ttp"]
-    method = ttp["figure3"]["method"]
-    if not ttp.get("enabled", True):
-        return method
-    writes = False
-    if method in ttp["methods"]:
-        from personalir.workflow.ttp import method_class
-
-        cls = method_class(method)
-        writes = getattr(cls, "intent_q", False) or getattr(cls, "needs_rewrites", False)
-    if not writes:
-        raise ValueError(
-            f"ttp.figure3.method {method!r} must be in ttp.methods and write rewrites "
-            "(a TTP method with Intent-Q, or decoupled): add it there or name another"
-        )
-    return method

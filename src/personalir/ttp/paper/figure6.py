@@ -13,6 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from personalir.common.io import atomic_open, read_parquet
+from personalir.common.plotting import pyplot
+from personalir.ttp.paper.figures import save_figure
 
 SETS = ("General", "Broad", "LongTail", "Avg")
 COLUMNS = ("N", "Set", "Recall@20", "CI low", "CI high", "Queries", "Well-formed")
@@ -41,8 +43,6 @@ def figure6_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot(table: pd.DataFrame, *, out: str | Path, title: str, main_n: int, note: str) -> None:
-    from personalir.common.plotting import pyplot
-    from personalir.ttp.paper.figures import save_figure
 
     plt = pyplot()
 

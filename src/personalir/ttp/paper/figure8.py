@@ -28,6 +28,8 @@ from pathlib import Path
 import pandas as pd
 
 from personalir.common.io import atomic_open, read_json, read_parquet
+from personalir.common.plotting import palette, pyplot
+from personalir.ttp.paper.figures import save_figure
 
 SETS = ("General", "Broad", "LongTail")
 MEASURE = "Recall@20"
@@ -101,8 +103,6 @@ def figure8_rows(
 
 
 def plot(rows: pd.DataFrame, *, out: str | Path, title: str) -> None:
-    from personalir.common.plotting import palette, pyplot
-    from personalir.ttp.paper.figures import save_figure
 
     plt = pyplot()
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from personalir.common.io import read_json
+from personalir.common.plotting import palette as colours
+from personalir.common.plotting import pyplot, save
 
 
 def save_figure(fig, out: str | Path, **savefig) -> None:
     """Write ``fig`` atomically (:func:`personalir.common.plotting.save`) and close it."""
-    from personalir.common.plotting import save
 
     save(fig, out, **savefig)
 
 
 def _pyplot():
-    from personalir.common.plotting import pyplot
 
     return pyplot()
 
@@ -57,7 +57,6 @@ RL_CURVES = (
 def rl_figure(*, log_paths, variants, out: str | Path, title: str) -> None:
     """One panel per logged quantity (reward components, KL, the contrastive loss), one line
     per RL variant, against the GRPO step."""
-    from personalir.common.plotting import palette as colours
 
     plt = _pyplot()
     palette = colours(len(variants))

@@ -8,12 +8,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from personalir.common.io import write_text
+from personalir.common.domains import display_label
+from personalir.common.io import read_json, write_text
+from personalir.common.latex import dataframe_to_latex, escape
+from personalir.retrieval.metrics import metric_header
 
 
 def _header(metric: str) -> str:
     """A column header: PQB's (``Flip@10``, ``RRstd``), MRR for the RR measure."""
-    from personalir.retrieval.metrics import metric_header
 
     return "MRR" if metric.startswith("RR@") else metric_header(metric)
 
@@ -31,8 +33,6 @@ def table_tex(
     synthetic: bool,
     effectiveness: Sequence[str] = (),
 ) -> str:
-    from personalir.common.domains import display_label
-    from personalir.common.latex import dataframe_to_latex, escape
 
     cells = pd.DataFrame(
         {
@@ -75,8 +75,6 @@ def table_tex(
 
 
 def effects_tex(effects: pd.DataFrame, *, config_label: str) -> str:
-    from personalir.common.latex import dataframe_to_latex, escape
-    from personalir.retrieval.metrics import metric_header
 
     if effects.empty:
         cells = pd.DataFrame({"Method": ["(no method reads a history)"], "Metric": [""]})
@@ -112,7 +110,6 @@ def effects_tex(effects: pd.DataFrame, *, config_label: str) -> str:
 
 def absent_tex(reason: str, label: str = "tab:ttp-on-pqb") -> str:
     """What the documents input where this configuration produces no TTP-on-PQB table."""
-    from personalir.common.latex import escape
 
     return "\n".join(
         [
@@ -132,7 +129,6 @@ def write_tex(
 ) -> None:
     """Both LaTeX tables from ``ttp_pqb_evaluate``'s table.csv, history_effects.csv and
     facts.json."""
-    from personalir.common.io import read_json
 
     frame = pd.read_csv(table, keep_default_na=False, na_values=[""])
     effect_rows = pd.read_csv(effects, keep_default_na=False, na_values=[""])

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from personalir.common.plotting import palette, pyplot, save
+
 SETS = ("General", "Broad", "LongTail")
 
 
@@ -31,7 +33,6 @@ def plot(
     sets: Sequence[str] = SETS,
 ) -> list[str]:
     """Draw one panel per test set the table has; returns those sets."""
-    from personalir.common.plotting import palette, pyplot, save
 
     present = [s for s in sets if f"{s} {measure}" in table.columns]
     if not present:

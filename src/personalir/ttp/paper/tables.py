@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from personalir.common.io import atomic_open, read_parquet, write_text
+from personalir.common.io import atomic_open, read_json, read_parquet, write_text
 from personalir.common.latex import dataframe_to_latex
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
+from personalir.ttp.training.student import method_name
 
 TEST_SETS = ("General", "Broad", "LongTail", "All")
 TABLE_MEASURES = ("Recall@10", "Recall@20", "Recall@100", "MRR@100")
@@ -38,7 +40,6 @@ PAPER_KEYS = {
 
 def table4_methods(methods: Sequence[str]) -> list[str]:
     """The configured methods that are Table 4 rows (the ablations are Tables 6 and 7)."""
-    from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
 
     return [m for m in methods if getattr(PERSONAL_RETRIEVERS.get(m), "table4_row", True)]
 
@@ -151,7 +152,6 @@ def relevance_values(paths: Sequence[str | Path]) -> dict[str, dict[str, float |
     queries) from the ``ttp_relevance`` outputs. With several example sets, the value is the
     mean of the sets' values (pairs of different sets are never pooled) and the CI is left
     out (None): the sets' resamples are not kept to combine."""
-    from personalir.common.io import read_json
 
     per_method: dict[str, list[dict]] = {}
     for path in paths:
@@ -280,8 +280,6 @@ def make_table8(
     tex_out: str | Path,
 ) -> pd.DataFrame:
     import yaml
-
-    from personalir.ttp.methods.student import method_name
 
     summary = read_parquet(summary_path)
     paper = None

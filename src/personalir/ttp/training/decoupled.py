@@ -27,7 +27,12 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
+from personalir.common.device import ttp_device
 from personalir.common.io import read_json, write_json
+from personalir.ttp.inputs.data import ItemCorpus, read_examples
+from personalir.ttp.model.backbone import load_adapter, load_backbone
+from personalir.ttp.model.prompts import parse_generated
+from personalir.ttp.training.sft_data import build_prompt, sft_settings, ttp_encoder
 
 
 def write_rewrites(
@@ -44,12 +49,6 @@ def write_rewrites(
     """Rule ttp_rewrites: the frozen rewriter's rewrite of every example of one set."""
     import numpy as np
     import torch
-
-    from personalir.common.device import ttp_device
-    from personalir.ttp.inputs.data import ItemCorpus, read_examples
-    from personalir.ttp.model.backbone import load_adapter, load_backbone
-    from personalir.ttp.model.prompts import parse_generated
-    from personalir.ttp.training.sft_data import build_prompt, sft_settings, ttp_encoder
 
     torch.set_num_threads(threads)
     t0 = time.perf_counter()

@@ -24,10 +24,17 @@ from pathlib import Path
 
 import numpy as np
 
+from personalir.common.device import ttp_device
 from personalir.common.hf_files import stable_tokenizer_config
 from personalir.common.io import write_json
+from personalir.common.models import resolve_model
 from personalir.common.seeding import derive_seed
-from personalir.ttp.inputs.data import item_fields, merge_corpora, read_examples
+from personalir.ttp.inputs.data import ItemCorpus, item_fields, merge_corpora, read_examples
+from personalir.ttp.inputs.history import history_aware_text, history_word_budget
+from personalir.ttp.model.search import MEASURES, exact_search, per_query_measures
+from personalir.ttp.training.decoupled import read_rewrites
+from personalir.ttp.training.distill import distillation_loss
+from personalir.ttp.training.selection import SelectionSettings, candidate_pool
 
 
 @dataclass(frozen=True)
@@ -73,9 +80,6 @@ def fine_tune(
     import torch
     import torch.nn.functional as F
     from sentence_transformers import SentenceTransformer
-
-    from personalir.common.models import resolve_model
-    from personalir.ttp.model.search import MEASURES, exact_search, per_query_measures
 
     if not (len(queries) == len(items) == len(item_ids)) or not queries:
         raise ValueError("queries, items and item ids must be aligned and non-empty")
@@ -138,8 +142,6 @@ def fine_tune(
             sims = sims.masked_fill(same & ~eye, float("-inf"))
             loss = F.cross_entropy(sims, torch.arange(len(rows), device=sims.device))
         else:
-            from personalir.ttp.training.distill import distillation_loss
-
             uses_qr = any(t in ("qr_p", "q_qr") for t in terms)
             qr = embed([rewrites[i] for i in rows]) if uses_qr else None
             loss, _ = distillation_loss(
@@ -207,10 +209,6 @@ def fine_tune_dense(
     ``rewrites_paths``, one per example set; an empty rewrite falls back to the query)."""
     import torch
 
-    from personalir.common.device import ttp_device
-    from personalir.ttp.inputs.history import history_aware_text, history_word_budget
-    from personalir.ttp.training.selection import SelectionSettings
-
     torch.set_num_threads(threads)
     corpus = merge_corpora(items_paths)
     fields, maxf = item_fields(ttp), int(ttp["items"]["max_features"])
@@ -218,8 +216,6 @@ def fine_tune_dense(
 
     rewrites: dict[str, str] = {}
     if variant == "decoupled":
-        from personalir.ttp.training.decoupled import read_rewrites
-
         if len(rewrites_paths) != len(examples_paths):
             raise ValueError("decoupled: one rewrites file per examples file is needed")
         for path in rewrites_paths:
@@ -275,8 +271,6 @@ def validation_pool(examples, items_path, query_text, pool_size, seed, fields, m
     """``[(valid examples, their query texts, candidate item ids, candidate texts)]`` of one
     example set for epoch selection (empty when the set has no validation searches):
     ``query_text(example)`` is the text the model under selection embeds."""
-    from personalir.ttp.inputs.data import ItemCorpus
-    from personalir.ttp.training.selection import candidate_pool
 
     valid = [ex for ex in examples if ex.split == "valid"]
     if not valid:

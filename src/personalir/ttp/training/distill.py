@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from personalir.ttp.model.prompts import query_user_content
+
 TERMS = ("q_p", "qr_p", "q_qr")
 #: Table 8's rows: which terms each student is trained with (equal weights).
 VARIANTS: dict[str, tuple[str, ...]] = {
@@ -106,7 +108,6 @@ def student_views(history_texts: Sequence[str], query: str, rewrite: str) -> tup
     An empty rewrite (the teacher kept nothing, or wrote no well-formed rewrite) falls back
     to the query, so the intent-enhanced view equals the original one.
     """
-    from personalir.ttp.model.prompts import query_user_content
 
     rewrite = rewrite.strip() or query
     return query_user_content(history_texts, query), query_user_content(history_texts, rewrite)

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from personalir.common.device import ttp_device
-from personalir.common.io import write_json
+from personalir.common.io import read_json, write_json
 from personalir.common.seeding import derive_seed, rng
 from personalir.ttp.inputs.data import ItemCorpus, item_fields, read_examples
 from personalir.ttp.model.bi_encoder import (
@@ -48,7 +48,8 @@ from personalir.ttp.model.bi_encoder import (
 from personalir.ttp.model.bi_encoder import (
     st_encoder as _st_encoder,
 )
-from personalir.ttp.model.search import exact_search
+from personalir.ttp.model.search import exact_search, per_query_measures
+from personalir.ttp.training.selection import SelectionSettings, candidate_pool
 
 KINDS = ("uia", "maps")
 
@@ -249,8 +250,6 @@ def load_fusion(folder: str | Path, dense_model: str | Path):
     """The saved module; refuses one trained on another bi-encoder than ``dense_model``."""
     from safetensors.torch import load_file
 
-    from personalir.common.io import read_json
-
     meta = read_json(Path(folder) / "fusion.json")
     fp = folder_fingerprint(dense_model)
     if meta["dense_fingerprint"] != fp:
@@ -311,9 +310,6 @@ def fit_fusion(
     """Rule ttp_fusion: train one fusion module on every set's training examples, the epoch
     kept chosen on the validation examples; save it with its report."""
     import torch
-
-    from personalir.ttp.model.search import per_query_measures
-    from personalir.ttp.training.selection import SelectionSettings, candidate_pool
 
     torch.set_num_threads(threads)
     t0 = time.perf_counter()

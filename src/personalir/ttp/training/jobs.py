@@ -18,13 +18,29 @@ import numpy as np
 from personalir.common.causal_lm import stable_adapter_config
 from personalir.common.device import to_device, ttp_device
 from personalir.common.io import read_json, write_json
-from personalir.ttp.inputs.data import merge_corpora
+from personalir.ttp.inputs.data import ItemCorpus, merge_corpora, read_examples
+from personalir.ttp.model.backbone import (
+    BackboneConfig,
+    LoraSettings,
+    attach_lora,
+    load_backbone,
+    prepare_backbone,
+    save_backbone,
+)
+from personalir.ttp.training.selection import (
+    EmbedderScorer,
+    RewriteScorer,
+    SelectionSettings,
+    ValidationScorer,
+    choose,
+    selection_record,
+)
+from personalir.ttp.training.sft_data import build_rows, sft_settings, ttp_encoder
 
 
 def prepare(
     *, ttp: Mapping, seed: int, out_dir: str | Path, model_cache: str | None = None, log=print
 ) -> dict:
-    from personalir.ttp.model.backbone import BackboneConfig, prepare_backbone, save_backbone
 
     t0 = time.perf_counter()
     model, tok, info = prepare_backbone(
@@ -53,13 +69,6 @@ def validation_scorer(
     :class:`~personalir.ttp.training.selection.RewriteScorer`, whose rewrites the dense baselines'
     base bi-encoder retrieves with; for the LLM embedder the
     :class:`~personalir.ttp.training.selection.EmbedderScorer`: no history, no generation)."""
-    from personalir.ttp.inputs.data import ItemCorpus, read_examples
-    from personalir.ttp.training.selection import (
-        EmbedderScorer,
-        RewriteScorer,
-        SelectionSettings,
-        ValidationScorer,
-    )
 
     if len(examples_paths) != len(items_paths):
         raise ValueError("one items file per examples file is needed for model selection")
@@ -87,7 +96,6 @@ def select_candidate(
 ) -> dict:
     """Score each candidate (``load(candidate)`` puts its weights in place) on the
     validation split, leave the chosen one's weights in place; the selection record."""
-    from personalir.ttp.training.selection import choose, selection_record
 
     if not scorer.examples:
         chosen = candidates[-1] if candidates else None
@@ -151,9 +159,7 @@ def run_sft(
         raise ValueError("train either the rewriter or the embedder, not both")
     import torch
 
-    from personalir.ttp.model.backbone import LoraSettings, attach_lora, load_backbone
     from personalir.ttp.training.sft import epoch_candidates, load_trainable, train
-    from personalir.ttp.training.sft_data import build_rows, sft_settings, ttp_encoder
 
     device = ttp_device(ttp)
     torch.set_num_threads(threads)
@@ -258,7 +264,6 @@ def run_grpo(
 
     from personalir.ttp.training import grpo, rl
     from personalir.ttp.training.sft import load_trainable
-    from personalir.ttp.training.sft_data import ttp_encoder
 
     device = ttp_device(ttp)
     torch.set_num_threads(threads)

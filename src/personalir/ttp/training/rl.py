@@ -14,9 +14,13 @@ from pathlib import Path
 
 import torch
 
+from personalir.common.causal_lm import stable_adapter_config
 from personalir.common.device import to_device, use_cuda_index
+from personalir.common.io import atomic_path, log_run_facts, split_volatile, write_text
+from personalir.ttp.inputs.data import Example, item_fields
+from personalir.ttp.model.backbone import load_backbone
 from personalir.ttp.model.encoder import TTPEncoder
-from personalir.ttp.model.prompts import THINK_OPEN
+from personalir.ttp.model.prompts import THINK_OPEN, embedding_token
 from personalir.ttp.training.grpo import (
     FROZEN_ADAPTER,
     GRPOSettings,
@@ -24,6 +28,7 @@ from personalir.ttp.training.grpo import (
     TTPRewards,
     grpo_trainer_class,
 )
+from personalir.ttp.training.sft_data import build_prompt, sft_settings
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -77,8 +82,6 @@ def load_policy(backbone: str, sft_adapter: str, dtype: str = "float32", device:
     loads like the SFT one."""
     from peft import get_peft_model
 
-    from personalir.ttp.model.backbone import load_backbone
-
     model, tok, info = load_backbone(backbone, dtype)
     config, state, head_ids, rows = _sft_adapter_parts(sft_adapter)
     if rows is not None:
@@ -101,8 +104,6 @@ def save_rl_adapter(model, sft_adapter, out_dir) -> Path:
     output layer's token rows that stayed frozen), loadable by :func:`load_adapter`."""
     from peft import get_peft_model_state_dict
     from safetensors.torch import load_file
-
-    from personalir.common.io import atomic_path
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -159,9 +160,7 @@ def rl_inputs(records: Sequence[dict], corpus, tokenizer, ttp: Mapping, data_sha
     """What GRPO trains on: the chosen SFT records (the top ``data_share`` by teacher gain,
     :func:`personalir.ttp.training.grpo.rl_records`), the SFT settings, each record's query prompt
     (as SFT and the runs build it) and its target item's text, by example and item id."""
-    from personalir.ttp.inputs.data import Example, item_fields
     from personalir.ttp.training.grpo import rl_records
-    from personalir.ttp.training.sft_data import build_prompt, sft_settings
 
     chosen = rl_records(records, data_share)
     sft = sft_settings(ttp)
@@ -298,9 +297,6 @@ def _stable_checkpoints():
     times (which go to the log)."""
     from transformers import TrainerCallback
 
-    from personalir.common.causal_lm import stable_adapter_config
-    from personalir.common.io import log_run_facts, split_volatile, write_text
-
     class StableCheckpoints(TrainerCallback):
         def on_save(self, args, state, control, **kwargs):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -337,8 +333,6 @@ def train_grpo(
     ``candidates_dir``: save the trainable weights after every step there; ``stop_at``: end
     after that many steps (of the schedule of the configured ones)."""
     from transformers.trainer_utils import get_last_checkpoint
-
-    from personalir.ttp.model.prompts import embedding_token
 
     emb_id = tokenizer.convert_tokens_to_ids(embedding_token())
     eos = [emb_id] + ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])

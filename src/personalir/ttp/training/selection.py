@@ -22,8 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from personalir.common.models import resolve_model
 from personalir.common.seeding import rng
 from personalir.ttp.inputs.data import Example, ItemCorpus
+from personalir.ttp.model.prompts import parse_generated
+from personalir.ttp.model.search import MEASURES, exact_search, per_query_measures
+from personalir.ttp.training.sft_data import build_prompt
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,6 @@ class SelectionSettings:
 
     @classmethod
     def from_config(cls, ttp: Mapping) -> SelectionSettings:
-        from personalir.ttp.model.search import MEASURES
 
         sel = ttp.get("selection") or {}
         measure = sel.get("measure", cls.measure)
@@ -107,9 +110,6 @@ class ValidationScorer:
         seconds it took."""
         import pandas as pd
 
-        from personalir.ttp.model.search import MEASURES, exact_search, per_query_measures
-        from personalir.ttp.training.sft_data import build_prompt
-
         t0 = time.perf_counter()
         frames, well = [], []
         for valid, corpus, pool in self.sets:
@@ -148,8 +148,6 @@ class RewriteScorer(ValidationScorer):
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
-            from personalir.common.models import resolve_model
-
             self._model = SentenceTransformer(
                 resolve_model(self.dense_model).path, device=self.device
             )
@@ -165,7 +163,6 @@ class RewriteScorer(ValidationScorer):
         return self._items[key]
 
     def encode_queries(self, encoder, prompts, examples):
-        from personalir.ttp.model.prompts import parse_generated
 
         generated, _, flags = encoder.generate_and_embed(prompts, self.settings.max_new_tokens)
         rewrites = [

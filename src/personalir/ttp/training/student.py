@@ -24,10 +24,18 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from personalir.common.device import ttp_device
 from personalir.common.io import write_json
 from personalir.ttp.inputs.data import item_fields, merge_corpora, read_examples
-from personalir.ttp.methods.student import method_name
+from personalir.ttp.training.decoupled import read_rewrites
+from personalir.ttp.training.dense_ft import DenseFTSettings, fine_tune, validation_pool
 from personalir.ttp.training.distill import student_views, variant_terms
+from personalir.ttp.training.selection import SelectionSettings
+
+
+def method_name(variant: str) -> str:
+    """The method that evaluates a student variant: ``student`` (full) or ``student_<v>``."""
+    return "student" if variant == "full" else f"student_{variant}"
 
 
 def student_texts(ex, corpus, fields, maxf, rewrite: str) -> tuple[str, str]:
@@ -52,11 +60,6 @@ def train_student(
     """One Table 8 variant's student: trained on every set's training examples with the
     teacher's rewrites (one rewrites file per examples file), the epoch kept on validation."""
     import torch
-
-    from personalir.common.device import ttp_device
-    from personalir.ttp.training.decoupled import read_rewrites
-    from personalir.ttp.training.dense_ft import DenseFTSettings, fine_tune, validation_pool
-    from personalir.ttp.training.selection import SelectionSettings
 
     terms = variant_terms(variant)
     if len(rewrites_paths) != len(examples_paths):

@@ -40,8 +40,10 @@ from pathlib import Path
 
 import numpy as np
 
+from personalir.common.causal_lm import load_causal_lm
 from personalir.common.device import ttp_device
 from personalir.common.io import write_json, write_jsonl
+from personalir.common.models import resolve_model
 from personalir.common.registry import Registry
 from personalir.common.seeding import derive_seed
 from personalir.common.urls import check_key_transport
@@ -256,8 +258,6 @@ class HFLocalTeacher(Teacher):
         device: str = "cpu",
         **_: object,
     ):
-        from personalir.common.causal_lm import load_causal_lm
-        from personalir.common.models import resolve_model
 
         ref = resolve_model(model, allow_download=allow_download)
         self.model, self.tokenizer = load_causal_lm(ref, device=device)
