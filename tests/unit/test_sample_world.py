@@ -14,8 +14,8 @@ from personalir.data.sample_world import (
     build_world,
     generate_domain,
 )
-from personalir.data.sample_world_constructions import CONSTRUCTIONS, POLAR_SLOTS
-from personalir.data.sample_world_errors import (
+from personalir.data.sample_world.constructions import CONSTRUCTIONS, POLAR_SLOTS
+from personalir.data.sample_world.mechanisms import (
     MECHANISM_NAMES,
     MECHANISMS,
     QWERTY_NEIGHBOURS,
