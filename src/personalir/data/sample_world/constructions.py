@@ -46,10 +46,18 @@ def _polar(value: Value) -> dict[str, tuple[str, ...]]:
     return {k: f[k].texts(nonempty=True) for k in ("pos", "neg")}
 
 
+def _constructions(value: Value) -> tuple[Construction, ...]:
+    out: list[Construction] = []
+    for item in value.items(nonempty=True):
+        construction = _construction(item)
+        if construction.id in {c.id for c in out}:
+            item.fail(f"construction {construction.id!r} appears twice")
+        out.append(construction)
+    return tuple(out)
+
+
 _CONSTRUCTIONS = read_data_file(TABLES.joinpath("constructions.yaml")).fields(("constructions",))
-CONSTRUCTIONS: tuple[Construction, ...] = tuple(
-    _construction(v) for v in _CONSTRUCTIONS["constructions"].items(nonempty=True)
-)
+CONSTRUCTIONS: tuple[Construction, ...] = _constructions(_CONSTRUCTIONS["constructions"])
 CONSTRUCTION_IDS: tuple[str, ...] = tuple(c.id for c in CONSTRUCTIONS)
 
 _WORDS = read_data_file(TABLES.joinpath("words.yaml")).fields(
@@ -68,6 +76,11 @@ POLAR_SLOTS: dict[str, dict[str, tuple[str, ...]]] = {
     k: _polar(v) for k, v in _WORDS["polar_slots"].mapping().items()
 }
 PLAIN_SLOTS: dict[str, tuple[str, ...]] = dict(_WORDS["plain_slots"].text_lists(nonempty=True))
+if set(POLAR_SLOTS) & set(PLAIN_SLOTS):
+    _WORDS["plain_slots"].fail(
+        f"{sorted(set(POLAR_SLOTS) & set(PLAIN_SLOTS))} are polar slots too; a slot is one or "
+        "the other"
+    )
 # Slots that draw from another slot's words ("adj2" -> "adj").
 SLOT_ALIASES: dict[str, str] = {k: v.text() for k, v in _WORDS["slot_aliases"].mapping().items()}
 

@@ -80,7 +80,7 @@ class DomainSpec:
     common_extra: tuple[tuple[str, tuple[str, ...]], ...] = ()  # details keys of every type
     style_in_title: str = "suffix"  # one of STYLE_IN_TITLE
     # Accessory product types and the product types each fits, in the file's order (an
-    # accessory of a founder whose type none fits is drawn from all accessory types).
+    # accessory of a founder whose type none fits is drawn from the other accessory types).
     accessories: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def type(self, key: str) -> ProductTypeSpec:
@@ -197,8 +197,11 @@ def _check(root: Value, f: dict[str, Value], spec: DomainSpec) -> None:
     if any(not t.makers for t in spec.types) and not set(spec.brands) - reserved:
         f["brands"].fail("every brand is reserved by a type's makers; the other types have none")
     accessories = f["accessories"]
-    if not spec.accessories:
-        accessories.fail("at least one accessory type is needed (product families draw them)")
+    if len(spec.accessories) < 2:
+        accessories.fail(
+            "at least two accessory types are needed: every product family draws accessories, "
+            "and a family of an accessory type takes one of another type"
+        )
     for (acc, fits), (name, value) in zip(
         spec.accessories, accessories.mapping().items(), strict=True
     ):
@@ -247,7 +250,8 @@ def read_domain_file(source: str | Path | Traversable, name: str | None = None) 
 
 
 # ------------------------------------------------------------------ the package's domains
-def _domain_folder() -> Traversable:
+def domain_folder() -> Traversable:
+    """The folder of the domain files this package ships."""
     return files(__package__).joinpath(DOMAIN_DIR)
 
 
@@ -256,7 +260,7 @@ def domain_names() -> tuple[str, ...]:
     return tuple(
         sorted(
             p.name.removesuffix(".yaml")
-            for p in _domain_folder().iterdir()
+            for p in domain_folder().iterdir()
             if p.name.endswith(".yaml") and p.is_file()
         )
     )
@@ -269,7 +273,7 @@ class UnknownDomain(ValueError):
 @functools.cache
 def load_domain(name: str) -> DomainSpec:
     """The spec of a shipped domain, read once per process."""
-    source = _domain_folder().joinpath(f"{name}.yaml")
+    source = domain_folder().joinpath(f"{name}.yaml")
     if not DOMAIN_NAME.fullmatch(name) or not source.is_file():
         raise UnknownDomain(
             f"unknown domain {name!r}: the sample world has {', '.join(domain_names())}; a "

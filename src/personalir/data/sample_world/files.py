@@ -26,6 +26,7 @@ from personalir.common.io import write_json, write_jsonl
 from personalir.common.seeding import derive_seed
 from personalir.data.sample_world.confusability import ConfusabilityParams
 from personalir.data.sample_world.constructions import CONSTRUCTIONS, POS_CLASSES
+from personalir.data.sample_world.domains import DomainSpec
 from personalir.data.sample_world.mechanisms import MECHANISM_DESCRIPTIONS, MECHANISM_NAMES
 from personalir.data.sample_world.model import (
     PARAMS,
@@ -203,8 +204,11 @@ def generate_domain(
     n_users: int = 150,
     min_sentences_per_user: int = 50,
     confusability: ConfusabilityParams = CONFUSABILITY,
+    spec: DomainSpec | None = None,
 ) -> dict:
-    """Write <Domain>.jsonl, meta_<Domain>.jsonl, planted_truth.json into out_dir; return counts."""
+    """Write <Domain>.jsonl, meta_<Domain>.jsonl, planted_truth.json into out_dir; return counts.
+
+    ``spec``: a domain read from a file of your own (as :func:`build_world`)."""
     world = build_world(
         domain,
         seed=seed,
@@ -213,6 +217,7 @@ def generate_domain(
         n_users=n_users,
         min_sentences_per_user=min_sentences_per_user,
         confusability=confusability,
+        spec=spec,
     )
     out = Path(out_dir)
     return write_world(
