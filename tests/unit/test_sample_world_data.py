@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from personalir.common.codedeps import package_data
 from personalir.data.sample_world import DOMAINS
 from personalir.data.sample_world.constructions import (
     BASE_POS,
@@ -125,7 +127,8 @@ def test_makers_must_be_brands_and_a_domain_name_must_be_a_config_name(tmp_path)
 
 
 def test_the_shipped_domains_are_the_files_of_the_package():
-    assert DOMAINS == domain_names() == ("Baby_Products", "Musical_Instruments", "Video_Games")
+    assert DOMAINS == domain_names() == tuple(sorted(DOMAINS))
+    assert {"Baby_Products", "Musical_Instruments", "Video_Games"} <= set(DOMAINS)
     baby = load_domain("Baby_Products")
     stroller = baby.type("stroller")
     assert stroller.price == (89.0, 449.0) and stroller.share == 1.3
@@ -149,3 +152,17 @@ def test_the_shared_tables():
     assert BASE_POS["the"] == "FUNC" and BASE_POS["really"] == "ADV"
     assert BASE_POS["buy"] == "VERB" and BASE_POS["price"] == "NOUN"
     assert PROPER_NOUNS[0] == "Moonlit Studios" and "Saga" in PROPER_NOUNS
+
+
+def test_every_data_file_of_the_package_ships_and_is_code_of_the_rule():
+    """pyproject's package-data globs match every data file of the package (so a wheel holds
+    them, and personalir.common.codedeps counts them as code of the sample_world rule)."""
+    repo = Path(__file__).resolve().parents[2]
+    folder = repo / "src" / "personalir" / "data" / "sample_world"
+    data = {
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and p.suffix not in (".py", ".pyc") and "__pycache__" not in p.parts
+    }
+    assert {"Baby_Products.yaml", "constructions.yaml", "words.yaml"} <= {p.name for p in data}
+    assert set(package_data("personalir.data.sample_world", repo)) == data
