@@ -106,6 +106,8 @@ def test_text_is_taken_as_written_and_numbers_parse_as_python_floats(tmp_path):
         (("  glove: [trowel]\n", ""), r"accessories: at least two accessory types"),
         (("  trowel: [glove]", "  trowel: [rake]"), r"\['rake'\] are not product types"),
         (("brands: [Fernhill, Mossgate, Rootwise]", "brands: [Fernhill]"), r"three brands"),
+        (('"{style} design"', '"{style} {look}"'), r":7: style.phrase: a \{placeholder\} other"),
+        (("1 {noun}", "1 {size}"), r":13: generic_features\[0\]: a \{placeholder\} other"),
     ],
 )
 def test_a_bad_value_names_the_file_the_line_and_the_place(tmp_path, change, message):

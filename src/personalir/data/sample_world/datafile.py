@@ -55,6 +55,10 @@ class Value:
     def is_mapping(self) -> bool:
         return isinstance(self.node, yaml.MappingNode)
 
+    @property
+    def is_list(self) -> bool:
+        return isinstance(self.node, yaml.SequenceNode)
+
     def child(self, node: yaml.Node, where: str) -> Value:
         return Value(node, self.file, where)
 

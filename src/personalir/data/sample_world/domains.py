@@ -26,6 +26,8 @@ DOMAIN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")  # as config/schema's `d
 # How a product title mentions the style: "for": "... for PlayStation 5" (seven titles in ten);
 # "suffix": "... - Modern Style" (three in ten, after the optional "for <use>").
 STYLE_IN_TITLE = ("for", "suffix")
+# What a feature bullet may name (filled from the product by the catalogue).
+FEATURE_PLACEHOLDERS = ("brand", "material", "noun", "color")
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,16 @@ def _product_type(value: Value) -> ProductTypeSpec:
     )
 
 
-def _check(root: Value, f: dict[str, Value], spec: DomainSpec) -> None:
+def _formats(value: Value, names: tuple[str, ...]) -> None:
+    """Each text of ``value`` (one text or a list) names only the ``{placeholders}`` given."""
+    for item in value.items() if value.is_list else [value]:
+        try:
+            item.text().format(**{n: "" for n in names})
+        except (KeyError, IndexError, ValueError) as exc:
+            item.fail(f"a {{placeholder}} other than {list(names)}: {exc!r}")
+
+
+def _check(f: dict[str, Value], spec: DomainSpec) -> None:
     """What the generator relies on beyond each value's shape."""
     keys = [t.key for t in spec.types]
     types = f["types"].items()
@@ -191,6 +202,10 @@ def _check(root: Value, f: dict[str, Value], spec: DomainSpec) -> None:
         stray = [b for b in t.makers if b not in spec.brands]
         if stray:
             types[i].fail(f"makers {stray} are not among the domain's brands")
+        if "features" in types[i].mapping():
+            _formats(types[i].mapping()["features"], FEATURE_PLACEHOLDERS)
+    _formats(f["generic_features"], FEATURE_PLACEHOLDERS)
+    _formats(f["style"].mapping()["phrase"], ("style",))
     if len(spec.brands) < 3:
         f["brands"].fail("a domain needs at least three brands (users prefer two or three)")
     reserved = {b for t in spec.types for b in t.makers}
@@ -245,7 +260,7 @@ def read_domain_file(source: str | Path | Traversable, name: str | None = None) 
         style_in_title=style["in_title"].text(),
         accessories=f["accessories"].text_lists(nonempty=True),
     )
-    _check(root, f, spec)
+    _check(f, spec)
     return spec
 
 
