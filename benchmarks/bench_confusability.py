@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from personalir.common.config import load_config  # noqa: E402
 from personalir.data.products import ProductRules, build_product_table  # noqa: E402
 from personalir.data.sample_world import build_world, meta_record  # noqa: E402
-from personalir.data.sample_world_families import OFF, ConfusabilityParams  # noqa: E402
+from personalir.data.sample_world.confusability import OFF, ConfusabilityParams  # noqa: E402
 from personalir.queries.candidates import sample_products  # noqa: E402
 from personalir.retrieval.base import QueryText  # noqa: E402
 from personalir.retrieval.corpus import corpus_from_texts  # noqa: E402

@@ -89,11 +89,11 @@ def synthetic_examples(
     """``n`` searches of distinct users: a history of ``history`` (inclusive range) products
     of the sample world's catalogue generator, in time order, and a broad query for a product
     type (its title noun, half the time with a colour or a brand), deterministic in ``seed``."""
-    from personalir.data.sample_world_catalogue import build_products
-    from personalir.data.sample_world_lexicon import DOMAIN_SPECS
-    from personalir.data.sample_world_model import PARAMS, Draw
+    from personalir.data.sample_world.catalogue import build_products
+    from personalir.data.sample_world.domains import load_domain
+    from personalir.data.sample_world.model import PARAMS, Draw
 
-    spec = DOMAIN_SPECS[SYNTHETIC_DOMAIN]
+    spec = load_domain(SYNTHETIC_DOMAIN)
     products, _, _ = build_products(spec, catalogue, Draw(np.random.default_rng(seed)), PARAMS)
     nouns = {t.key: t.title_noun.lower() for t in spec.types}
     corpus = ItemCorpus(

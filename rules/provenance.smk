@@ -5,7 +5,8 @@
 # Before a run starts jobs, the artifacts it will read are checked (see `onstart` below).
 import os
 
-from personalir.common import provenance as prov
+from personalir.common import provenance_workflow as prov
+from personalir.common.provenance import model_identifiers
 from personalir.common.codedeps import rules_code_by_rule
 from personalir.common.config import config_hash
 
@@ -43,7 +44,7 @@ rule provenance:
         artifacts=lambda w: prov.compact_json(PROVENANCE_FOLDERS[w.folder]),
         config_sha256=config_hash(config),
         label=config["label"],
-        models=prov.compact_json(prov.model_identifiers(config)),
+        models=prov.compact_json(model_identifiers(config)),
     benchmark:
         bench("provenance", "provenance", "folder")
     log:

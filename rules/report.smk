@@ -171,7 +171,7 @@ CLAIM_INPUTS = [
 
 rule report_claims:
     """The PQB paper's claims, each evaluated on this run's tables (held / not held / not
-    applicable, margin, CI), with the TTP claims; `python -m personalir.report.claims` does
+    applicable, margin, CI), with the TTP claims; `python -m personalir.report.claims_output` does
     the same on any results tree."""
     input:
         tables=CLAIM_INPUTS,

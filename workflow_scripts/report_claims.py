@@ -2,7 +2,8 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.report.claims import evaluate_all, write_outputs
+from personalir.report.claims import evaluate_all
+from personalir.report.claims_output import write_outputs
 
 
 def main() -> None:

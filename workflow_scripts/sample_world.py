@@ -2,9 +2,13 @@
 
 import _bootstrap  # noqa: F401
 from personalir.common.cli import json_arg, parser, setup_logging
-from personalir.data.sample_world import build_world, write_world
-from personalir.data.sample_world_families import ConfusabilityParams
-from personalir.data.search_log import SearchLogParams, write_search_log
+from personalir.data.sample_world import (
+    ConfusabilityParams,
+    SearchLogParams,
+    build_world,
+    write_search_log,
+    write_world,
+)
 
 
 def main() -> None:

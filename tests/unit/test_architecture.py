@@ -188,11 +188,6 @@ def test_compute_modules_never_import_presentation_modules():
     assert not bad, "a compute module imports a presentation module:\n" + "\n".join(bad)
 
 
-# Data tables of the synthetic sample world (lexicon, sentence constructions): long by nature.
-DATA_TABLE_MODULES = {
-    "personalir.data.sample_world_lexicon",
-    "personalir.data.sample_world_constructions",
-}
 MAX_MODULE_LINES = 500
 
 
@@ -200,8 +195,7 @@ def test_no_library_module_over_500_lines():
     long = sorted(
         f"{path.relative_to(PACKAGE_DIR.parent)}: {n} lines"
         for module, path in MODULES.items()
-        if module not in DATA_TABLE_MODULES
-        and (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     )
     assert not long, "split these modules (one module per rule step or topic):\n" + "\n".join(long)
 

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from personalir.report import claims as cl
+from personalir.report import claims_output
 
 # name: (type, label, family)
 SYSTEMS = {
@@ -332,7 +333,7 @@ def test_cli_writes_both_files_and_passes_ttp_claims_through(tmp_path, capsys):
     cfg.write_text(yaml.safe_dump(config()))
     out_csv, out_md = tmp_path / "out" / "claims.csv", tmp_path / "out" / "claims.md"
     argv = [str(results), "--config", str(cfg), "--csv", str(out_csv), "--md", str(out_md)]
-    assert cl.main(argv) == 0
+    assert claims_output.main(argv) == 0
     printed = capsys.readouterr().out
     assert printed == out_md.read_text(encoding="utf-8")
     assert printed.splitlines()[2:5] == ["- held: 8", "- not held: 2", "- not applicable: 9"]

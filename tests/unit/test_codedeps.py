@@ -43,6 +43,28 @@ def test_code_deps_follows_imports_inits_relative_imports_and_registry_plugins(t
     ]
 
 
+def test_code_deps_adds_the_package_data_of_every_package_it_reaches(tmp_path):
+    _tree(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.setuptools.package-data]\n"
+        '"personalir.stage" = ["tables/*.yaml"]\n'
+        '"personalir.unrelated_pkg" = ["*.yaml"]\n'
+    )
+    for rel in (
+        "src/personalir/stage/tables/a.yaml",
+        "src/personalir/stage/tables/b.yaml",
+        "src/personalir/stage/tables/notes.txt",  # no glob matches it
+        "src/personalir/unrelated_pkg/c.yaml",  # a package the job never imports
+    ):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x: 1\n")
+    files = code_deps("workflow_scripts/job.py", tmp_path)
+    assert [f for f in files if not f.endswith(".py")] == [
+        "src/personalir/stage/tables/a.yaml",
+        "src/personalir/stage/tables/b.yaml",
+    ]
+
+
 def test_rules_code_unions_the_scripts_named_by_shell_commands(tmp_path):
     _tree(tmp_path)
     assert script_of("python -u workflow_scripts/job.py --x 1 > log") == "workflow_scripts/job.py"
@@ -88,6 +110,19 @@ def test_rules_code_by_rule_caches_walks_until_a_module_changes(tmp_path, monkey
         "src/personalir/plugins/b.py",
     }
     assert edited == rules_code([cmds["job"]], tmp_path)
+    # So is a new data file of a package the job imports.
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.setuptools.package-data]\n"personalir.stage" = ["*.yaml"]\n'
+    )
+    assert (
+        "src/personalir/stage/t.yaml"
+        not in codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache)["job"]
+    )
+    (tmp_path / "src/personalir/stage/t.yaml").write_text("x: 1\n")
+    assert (
+        "src/personalir/stage/t.yaml"
+        in codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache)["job"]
+    )
     # A removed module is seen too.
     (tmp_path / "src/personalir/plugins/b.py").unlink()
     assert (

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from personalir.report import paper_scale as ps
+from personalir.report import paper_scale_outputs as pso
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -292,14 +293,14 @@ default-resources:
 
 
 def test_slurm_block_appended_then_replaced_only_between_markers(plan):
-    block = ps.slurm_block(plan.reset_index(), "cmd", "records")
-    once = ps.rewrite_profile(PROFILE, block)
+    block = pso.slurm_block(plan.reset_index(), "cmd", "records")
+    once = pso.rewrite_profile(PROFILE, block)
     assert once.startswith(PROFILE)
-    assert ps.rewrite_profile(once, block) == once  # idempotent
+    assert pso.rewrite_profile(once, block) == once  # idempotent
     edited = "# a comment above\n" + once + "jobs: 50\n"
     other = block.replace("runtime: 20", "runtime: 25")
     assert other != block
-    again = ps.rewrite_profile(edited, other)
+    again = pso.rewrite_profile(edited, other)
     assert again == "# a comment above\n" + PROFILE + other + "jobs: 50\n"
     loaded = yaml.safe_load(again)["set-resources"]
     assert loaded["parse"] == {"runtime": 25, "mem_mb": 2000}
@@ -310,7 +311,7 @@ def test_slurm_block_appended_then_replaced_only_between_markers(plan):
 
 def test_slurm_block_with_one_marker_stops():
     with pytest.raises(ps.PlanSpecError, match="marker"):
-        ps.rewrite_profile(PROFILE + ps.BLOCK_START + "\n", "x")
+        pso.rewrite_profile(PROFILE + pso.BLOCK_START + "\n", "x")
 
 
 def test_gpu_left_to_the_rule_when_its_job_groups_differ(tmp_path):
@@ -320,7 +321,7 @@ def test_gpu_left_to_the_rule_when_its_job_groups_differ(tmp_path):
     }
     assumptions, entries = ps.load_mapping(_mapping(tmp_path, rules), SAMPLE, PAPER)
     plan = ps.plan_rows(ps.group_jobs(_jobs(), entries), entries, assumptions)
-    resources, notes = ps.slurm_resources(plan)
+    resources, notes = pso.slurm_resources(plan)
     assert "gpu" not in resources["train"]
     assert any(n.startswith("train: gpu left to the rule") for n in notes)
 
@@ -341,7 +342,7 @@ def _repo_plan():
 def test_doc_table_is_regenerated_from_the_checked_in_records():
     plan, assumptions = _repo_plan()
     doc = (REPO / "docs/paper_scale.md").read_text(encoding="utf-8")
-    assert ps.doc_table(doc) == ps.markdown(plan, assumptions), (
+    assert pso.doc_table(doc) == pso.markdown(plan, assumptions), (
         "docs/paper_scale.md is stale: run the command in its 'The table' section"
     )
 
@@ -349,8 +350,8 @@ def test_doc_table_is_regenerated_from_the_checked_in_records():
 def test_slurm_profile_block_matches_the_plan():
     plan, _ = _repo_plan()
     profile = (REPO / "profiles/slurm/config.yaml").read_text(encoding="utf-8")
-    assert profile.count(ps.BLOCK_START) == 1 and profile.count(ps.BLOCK_END) == 1
-    resources, _ = ps.slurm_resources(plan)
+    assert profile.count(pso.BLOCK_START) == 1 and profile.count(pso.BLOCK_END) == 1
+    resources, _ = pso.slurm_resources(plan)
     assert yaml.safe_load(profile)["set-resources"] == resources
 
 

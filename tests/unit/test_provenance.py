@@ -10,16 +10,14 @@ import pytest
 
 from personalir.common.provenance import (
     Problem,
-    artifacts_by_folder,
-    check_consumed,
     format_manifest,
     model_identifiers,
     parse_manifest,
     provenance_record,
-    static_dag,
     verify_folder,
     verify_manifest,
 )
+from personalir.common.provenance_workflow import artifacts_by_folder, check_consumed, static_dag
 
 # sha256 of b"hello\n" (as `printf 'hello\n' | sha256sum` prints it).
 HELLO = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"

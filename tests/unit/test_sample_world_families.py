@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from personalir.data.sample_world import build_world, meta_record
-from personalir.data.sample_world_families import (
+from personalir.data.sample_world.confusability import (
     OFF,
     ConfusabilityError,
     ConfusabilityParams,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from personalir.data.sample_world import build_world
-from personalir.data.search_log import SearchLogParams, build_search_log
+from personalir.data.sample_world.search_log import SearchLogParams, build_search_log
 
 
 @pytest.fixture(scope="module")

@@ -255,7 +255,7 @@ def test_pqb_source_uses_review_history_and_benchmark_queries(tmp_path):
 
 def test_sample_world_source_splits_users(tmp_path, small_world):
     from personalir.data.sample_world import build_world
-    from personalir.data.search_log import SearchLogParams, build_search_log
+    from personalir.data.sample_world.search_log import SearchLogParams, build_search_log
     from tests.conftest import SMALL_WORLD
 
     world = build_world(

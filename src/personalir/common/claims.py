@@ -21,6 +21,33 @@ def points(x: float) -> str:
     return "nan" if math.isnan(x) else f"{100 * x:+.2f}"
 
 
+def record(
+    claim: Mapping,
+    status: str,
+    measured: str,
+    margin: float,
+    lo: float,
+    hi: float,
+    detail: str,
+) -> dict:
+    """The verdict record of ``claim`` (its ``id``, ``table`` and ``text``) in the canonical
+    key order; a list of tables is joined with ``+``."""
+    if status not in STATUSES:
+        raise ValueError(f"{claim['id']}: unknown claim status {status!r}")
+    table = claim.get("table", "")
+    return {
+        "id": claim["id"],
+        "table": "+".join(table) if isinstance(table, list) else table,
+        "text": claim.get("text", ""),
+        "status": status,
+        "measured": measured,
+        "margin": margin,
+        "ci_low": lo,
+        "ci_high": hi,
+        "detail": detail,
+    }
+
+
 def verdict(
     claim: Mapping,
     held: bool,
@@ -36,32 +63,12 @@ def verdict(
     status = "not applicable" if math.isnan(margin) else ("held" if held else "not held")
     if math.isnan(margin):
         detail = (detail + "; " if detail else "") + "a test set has no matched queries"
-    return {
-        "id": claim["id"],
-        "table": claim.get("table", ""),
-        "text": claim.get("text", ""),
-        "status": status,
-        "measured": measured,
-        "margin": 100 * margin,
-        "ci_low": 100 * lo,
-        "ci_high": 100 * hi,
-        "detail": detail,
-    }
+    return record(claim, status, measured, 100 * margin, 100 * lo, 100 * hi, detail)
 
 
 def not_applicable(claim: Mapping, reason: str) -> dict:
     """The verdict on a claim the run cannot evaluate, with the reason."""
-    return {
-        "id": claim["id"],
-        "table": claim.get("table", ""),
-        "text": claim.get("text", ""),
-        "status": "not applicable",
-        "measured": "",
-        "margin": NAN,
-        "ci_low": NAN,
-        "ci_high": NAN,
-        "detail": reason,
-    }
+    return record(claim, "not applicable", "", NAN, NAN, NAN, reason)
 
 
 def json_safe(obj):

@@ -10,12 +10,16 @@ Standard library only. Two consumers need the same answer:
 
 The walk is static (``ast``): ``import a.b`` and ``from a import b`` inside the ``personalir``
 package (under ``src/``) or beside the script (helpers such as ``_bootstrap``), package
-``__init__`` files included, plus the plug-in modules a ``Registry`` discovers at run time.
+``__init__`` files included, plus the plug-in modules a ``Registry`` discovers at run time and
+the data files a package it reaches ships (``[tool.setuptools.package-data]`` in
+``pyproject.toml``, such as the sample world's domain files): a job reads them as it runs its
+code.
 
 The workflow asks for the walk of every rule's script each time Snakemake reads the
 Snakefile, a no-op run included. :func:`rules_code_by_rule` keeps the answers in a small JSON
-file, valid while no Python file under ``src/`` or the scripts' folder has changed (path,
-modification time and size of each; a new or removed module changes them too).
+file, valid while no file under ``src/``, no Python file in the scripts' folder and not
+``pyproject.toml`` has changed (path, modification time and size of each; a new or removed
+module or data file changes them too).
 """
 
 from __future__ import annotations
@@ -27,11 +31,13 @@ import json
 import os
 import re
 import tempfile
+import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 # A rule's shell command names the workflow script it runs.
 SCRIPT = re.compile(r"(?:^|\s)(workflow_scripts/[\w/.-]+\.py)\b")
+PYPROJECT = "pyproject.toml"
 
 
 def _stamp(path: Path) -> tuple[str, int, int]:
@@ -112,9 +118,36 @@ def _registries_of(stamp: tuple[str, int, int]) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=16)
+def _package_data_globs(stamp: tuple[str, int, int]) -> dict[str, tuple[str, ...]]:
+    """``[tool.setuptools.package-data]`` of a ``pyproject.toml``: package -> file globs."""
+    with open(stamp[0], "rb") as fh:
+        table = tomllib.load(fh).get("tool", {}).get("setuptools", {}).get("package-data", {})
+    return {package: tuple(globs) for package, globs in table.items()}
+
+
+def package_data(package: str, workdir: str | Path) -> list[Path]:
+    """The data files ``package`` ships: those its ``pyproject.toml`` globs (and the ``"*"``
+    entry's) match under the package's folder in ``src/``, sorted."""
+    workdir = Path(workdir)
+    pyproject = workdir / PYPROJECT
+    if not pyproject.is_file():
+        return []
+    table = _package_data_globs(_stamp(pyproject))
+    folder = workdir / "src" / Path(*package.split("."))
+    found = {
+        p
+        for pattern in (*table.get(package, ()), *table.get("*", ()))
+        for p in folder.glob(pattern)
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    return sorted(found)
+
+
 def code_deps(script: str, workdir: str | Path) -> list[str]:
     """The script plus every local module it imports, transitively (package __init__s too),
-    and the plug-in modules its registries discover; paths relative to ``workdir``, sorted."""
+    the plug-in modules its registries discover and the data files of every package it
+    reaches; paths relative to ``workdir``, sorted."""
     workdir = Path(workdir)
     script_path = workdir / script
     script_dir = script_path.parent
@@ -126,6 +159,9 @@ def code_deps(script: str, workdir: str | Path) -> list[str]:
             continue
         seen.add(path)
         if path.is_relative_to(workdir / "src"):
+            if path.name == "__init__.py":
+                dotted = ".".join(path.parent.relative_to(workdir / "src").parts)
+                seen.update(package_data(dotted, workdir))
             for plugin in _registry_plugins(path, workdir):
                 rel = plugin.relative_to(workdir / "src").with_suffix("")
                 todo.append((plugin, ".".join(rel.parts[:-1])))
@@ -160,20 +196,24 @@ def rules_code(shellcmds: Iterable[str | None], workdir: str | Path) -> list[str
 
 
 # Bump when the walk's rules change, so answers a previous version cached are not served.
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 def code_tree_stamp(workdir: str | Path, script_dirs: Iterable[str | Path]) -> str:
-    """A digest of every Python file the walk can read: each ``.py`` under ``src/`` and the
-    scripts' folders, with its modification time and size. Any edit, new or removed module
-    changes it."""
+    """A digest of every file the walk can read: each file under ``src/`` (modules and
+    package data), each ``.py`` of the scripts' folders and ``pyproject.toml``, with its
+    modification time and size. Any edit, new or removed module or data file changes it."""
     workdir = Path(workdir)
+    src = workdir / "src"
     entries = []
-    for top in sorted({workdir / "src", *(workdir / d for d in script_dirs)}):
+    if (workdir / PYPROJECT).is_file():
+        st = os.stat(workdir / PYPROJECT)
+        entries.append(f"{PYPROJECT}\t{st.st_mtime_ns}\t{st.st_size}")
+    for top in sorted({src, *(workdir / d for d in script_dirs)}):
         for dirpath, dirnames, filenames in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
             for name in sorted(filenames):
-                if name.endswith(".py"):
+                if name.endswith(".py") or Path(dirpath).is_relative_to(src):
                     path = os.path.join(dirpath, name)
                     st = os.stat(path)
                     entries.append(

@@ -30,33 +30,39 @@ input (one 16-character review_id per accepted review, about 80 bytes each in CP
 ~0.8 GB per 10M reviews; one parent_asin per product for meta).
 
 Schemas and reason codes: :mod:`personalir.data.ingest_schema`; field checks and the
-record converters: :mod:`personalir.data.ingest_records`.
+record converters: :mod:`personalir.data.ingest_records`; opening the source, naming a bad
+line and the quarantine records: :mod:`personalir.data.ingest_lines`.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import functools
 import gzip
-import io
 import json
 import logging
 import os
-import re
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from personalir.common.io import atomic_open, atomic_path, write_json
+from personalir.data.ingest_lines import (
+    BOM,
+    check_duplicate_keys,
+    open_lines,
+    quarantine_line,
+    quarantine_record,
+    too_long,
+    unparseable,
+)
 from personalir.data.ingest_records import BadRecord, MetaConverter, ReviewConverter, type_name
 from personalir.data.ingest_schema import (
     DEFAULT_LIMITS,
@@ -67,139 +73,9 @@ from personalir.data.ingest_schema import (
 
 __all__ = ["ingest_meta", "ingest_reviews", "main"]
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_BOM = b"\xef\xbb\xbf"
-_NUL = b"\x00"
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _orjson_loads = orjson.loads
-_dumps = orjson.dumps
 _OrjsonError = orjson.JSONDecodeError
-_QUARANTINE_RAW_BYTES = 1024  # what the quarantine file keeps of a line over the size cap
 log = logging.getLogger(__name__)
-
-
-# ---------------------------------------------------------------------------------------------
-# Source reading
-
-
-@contextlib.contextmanager
-def _open_lines(src: Path) -> Iterator[tuple[io.BufferedIOBase, str]]:
-    """Yield a binary line iterator over ``src`` (gzip detected by magic) and its compression."""
-    with open(src, "rb") as raw:
-        magic = raw.read(2)
-        raw.seek(0)
-        if magic == _GZIP_MAGIC:
-            # A big BufferedReader on top keeps line splitting in C.
-            with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
-                yield io.BufferedReader(gz, buffer_size=1 << 20), "gzip"
-        elif src.name.endswith(".gz"):
-            raise IngestError(src.name, None, "not_gzip", "name ends in .gz but no gzip header")
-        else:
-            yield raw, "none"
-
-
-def _unparseable(raw: bytes, exc: Exception) -> BadRecord:
-    """Name why orjson rejected ``raw`` (the error path only, so it may be slow)."""
-    if not raw.strip():
-        return BadRecord("blank_line", None, "empty or whitespace-only line")
-    if not raw.endswith(b"\n"):
-        return BadRecord(
-            "truncated_final_line", None, f"last line has no newline and does not parse ({exc})"
-        )
-    if _NUL in raw:
-        return BadRecord("nul_byte", None, f"raw NUL byte at offset {raw.index(_NUL)}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        return BadRecord("invalid_utf8", None, f"invalid UTF-8 at byte {err.start}: {err.reason}")
-    if _SURROGATE_ESCAPE.search(raw):
-        try:
-            lenient = json.loads(text)
-        except ValueError:
-            pass
-        else:
-            if _has_lone_surrogate(lenient):
-                return BadRecord("lone_surrogate", None, "a \\uD800-\\uDFFF escape has no pair")
-    return BadRecord("invalid_json", None, str(exc))
-
-
-def _has_lone_surrogate(obj: Any) -> bool:
-    try:
-        json.dumps(obj, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _count_colons(data: bytes) -> int:
-    # bytes.replace finds a single byte with memchr; bytes.count (CPython 3.11) compares byte
-    # by byte, which made the per-line count about 4% of the ingest's instructions.
-    return len(data) - len(data.replace(b":", b""))
-
-
-def _check_duplicate_keys(raw: bytes, obj: dict, colons: int) -> None:
-    """Raise ``duplicate_key`` if an object in ``raw`` names a key twice (orjson keeps one).
-
-    Outside strings a colon follows every key and nothing else; inside strings a colon is the
-    byte ``:`` unless escaped as ``\\u003a``, which orjson never writes. So, without that
-    escape in ``raw``, the colons of ``raw`` minus those of ``orjson.dumps(obj)`` are exactly
-    the keys the parse collapsed. (The caller's fast test, colons == top-level keys, needs no
-    dump: no colon is in a string and no object is nested.) The line is parsed again keeping
-    every pair only to name the key, or when the escape occurs.
-    """
-    # (A one-byte search for any backslash first: memchr-fast, and most lines have none.)
-    if colons == _count_colons(_dumps(obj)) and (b"\\" not in raw or b"\\u003" not in raw):
-        return
-
-    def pairs(items: list[tuple[str, Any]]) -> dict:
-        seen: set[str] = set()
-        for key, _ in items:
-            if key in seen:
-                raise BadRecord("duplicate_key", None, f"key {key!r} appears twice in one object")
-            seen.add(key)
-        return dict(items)
-
-    json.loads(raw, object_pairs_hook=pairs)
-
-
-def _too_long(readline: Callable[[int], bytes], head: bytes) -> tuple[BadRecord, bytes]:
-    """Skip the rest of a line over the size cap; its reason and its first bytes."""
-    size, chunk = len(head), head
-    while chunk and not chunk.endswith(b"\n"):
-        chunk = readline(1 << 20)
-        size += len(chunk)
-    size -= 1 if chunk.endswith(b"\n") else 0
-    return BadRecord(
-        "line_too_long", None, f"{size} bytes, above max_line_bytes {len(head) - 1}"
-    ), head[:_QUARANTINE_RAW_BYTES]
-
-
-def _quarantine_line(rec: dict) -> str:
-    """One JSONL line; U+2028/U+2029 escaped, so no line splitter breaks the record apart."""
-    text = json.dumps(rec, ensure_ascii=False)
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029") + "\n"
-
-
-def _quarantine_record(file: str, line: int, bad: BadRecord, raw: bytes) -> dict:
-    body = raw[:-1] if raw.endswith(b"\n") else raw
-    try:
-        text, lossy = body.decode("utf-8"), False
-    except UnicodeDecodeError:
-        text, lossy = body.decode("utf-8", "backslashreplace"), True
-    rec = {
-        "file": file,
-        "line": line,
-        "reason": bad.reason,
-        "field": bad.field,
-        "detail": bad.detail,
-        "raw": text,
-        "raw_lossy": lossy,
-    }
-    if lossy:
-        rec["raw_base64"] = base64.b64encode(body).decode("ascii")
-    if bad.reason == "line_too_long":
-        rec["raw_truncated"] = True
-    return rec
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,7 +135,7 @@ def _ingest(
 
     qctx = atomic_open(qpath) if qpath is not None else contextlib.nullcontext()
     with (
-        _open_lines(src) as (lines, compression),
+        open_lines(src) as (lines, compression),
         atomic_path(out_parquet, suffix=".parquet") as tmp_out,
         qctx as qfh,
     ):
@@ -274,29 +150,29 @@ def _ingest(
                 line_no += 1
                 try:
                     if raw[-1] != 10 and len(raw) == cap:  # 10: b"\n"
-                        bad, raw = _too_long(readline, raw)
+                        bad, raw = too_long(readline, raw)
                         raise bad
                     try:
                         obj = _orjson_loads(raw)
                     except _OrjsonError as exc:
-                        if line_no == 1 and raw.startswith(_BOM):
-                            raw = raw[len(_BOM) :]
+                        if line_no == 1 and raw.startswith(BOM):
+                            raw = raw[len(BOM) :]
                             bom_stripped = True
                             try:
                                 obj = _orjson_loads(raw)
                             except _OrjsonError as exc2:
-                                raise _unparseable(raw, exc2) from None
+                                raise unparseable(raw, exc2) from None
                         else:
-                            raise _unparseable(raw, exc) from None
+                            raise unparseable(raw, exc) from None
                     if type(obj) is not dict:
                         raise BadRecord(
                             "not_an_object", None, f"expected a JSON object, got {type_name(obj)}"
                         )
                     # No duplicate key when each colon is a top-level key's (the proof is at
-                    # _check_duplicate_keys, which handles every other line).
-                    colons = len(raw) - len(raw.replace(b":", b""))  # see _count_colons
+                    # check_duplicate_keys, which handles every other line).
+                    colons = len(raw) - len(raw.replace(b":", b""))  # see count_colons
                     if colons != len(obj):
-                        _check_duplicate_keys(raw, obj, colons)
+                        check_duplicate_keys(raw, obj, colons)
                     row = convert(obj, line_no)
                 except BadRecord as bad:
                     if strict:
@@ -306,7 +182,7 @@ def _ingest(
                         first_bad.append(line_no)
                     if bad.field is not None:
                         by_field[f"{bad.reason}.{bad.field}"] += 1
-                    qfh.write(_quarantine_line(_quarantine_record(name, line_no, bad, raw)))
+                    qfh.write(quarantine_line(quarantine_record(name, line_no, bad, raw)))
                     continue
                 rows.append(row)
                 records_written += 1

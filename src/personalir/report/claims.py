@@ -44,11 +44,8 @@ map by registry id (:data:`PAPER_MODELS`, :data:`PAPER_SAMPLERS`). Claims [margi
 
 from __future__ import annotations
 
-import argparse
-import csv
 import math
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,16 +54,15 @@ from typing import NamedTuple
 import pandas as pd
 import yaml
 
-from personalir.common.config import REPO_ROOT, ConfigError, deep_merge, validate_config
-from personalir.common.io import atomic_open, read_json
+from personalir.common.claims import NAN, record
+from personalir.common.config import REPO_ROOT
+from personalir.common.io import read_json
 from personalir.common.registry import Registry
 from personalir.retrieval.base import RETRIEVERS
 
 PQB_YAML = REPO_ROOT / "config" / "paper_results" / "pqb.yaml"
 #: The domain of a table's equal-weight average rows (as retrieval.summary.AVERAGE).
 AVERAGE = "Average"
-NAN = float("nan")
-STATUSES = ("held", "not held", "not applicable")
 RESULT_KEYS = ("id", "table", "status", "measured", "margin", "ci_low", "ci_high", "text", "detail")
 CSV_COLUMNS = ("paper", *RESULT_KEYS)
 #: Claims files of the TTP stage (rule ttp_claims: Tables 4-8, Figures 5 and 6).
@@ -104,7 +100,7 @@ def _minus(a: Cell, b: Cell) -> Cell:
     return Cell(a.v - b.v, a.lo - b.hi, a.hi - b.lo)
 
 
-def _cell(row: pd.Series, col: str, scale: float = 1.0) -> Cell:
+def cell_of(row: pd.Series, col: str, scale: float = 1.0) -> Cell:
     def get(name: str) -> float:
         x = row.get(name)
         return float(x) * scale if x is not None and pd.notna(x) else NAN
@@ -134,10 +130,7 @@ class NotApplicable(Exception):
 
 
 def _out(claim: Mapping, status: str, measured: str, m: Cell, detail: str) -> dict:
-    table = claim.get("table", "")
-    table = "+".join(table) if isinstance(table, list) else str(table)
-    values = (claim["id"], table, status, measured, *m, claim.get("text", ""), detail)
-    return dict(zip(RESULT_KEYS, values, strict=True))
+    return record(claim, status, measured, m.v, m.lo, m.hi, detail)
 
 
 def _na(claim: Mapping, reason: str, detail: str = "") -> dict:
@@ -152,7 +145,7 @@ def _result(claim, m: Cell, measured: str, detail: str = "", *, at_least: bool =
     return _out(claim, "held" if held else "not held", measured, m, detail)
 
 
-def _average(frame: pd.DataFrame, key: str) -> tuple[pd.DataFrame, str]:
+def average_rows(frame: pd.DataFrame, key: str) -> tuple[pd.DataFrame, str]:
     """Rows by ``key``: the Average rows, the only domain, or the domains' mean (no CI)."""
     domains = list(dict.fromkeys(frame["domain"]))
     if AVERAGE in domains:
@@ -252,7 +245,7 @@ def _retrieval(ctx: Context, tables: Sequence[str], need: Sequence[str] = ()):
         frame = ctx.table(t)
         if t == "effectiveness":
             frame = frame[frame["subset"] == ("all" if "all" in set(frame["subset"]) else "clean")]
-        frames.append(_average(frame, "retriever"))
+        frames.append(average_rows(frame, "retriever"))
     first = ctx.table(tables[0])
     present = [r for r in dict.fromkeys(first["retriever"]) if all(r in f.index for f, _ in frames)]
     stand = {p: s for p, s in stand_ins(ctx.config, first).items() if s.retriever in present}
@@ -262,7 +255,7 @@ def _retrieval(ctx: Context, tables: Sequence[str], need: Sequence[str] = ()):
     return [f for f, _ in frames], stand, detail
 
 
-def _column(frame: pd.DataFrame, prefix: str, k: int | None = None) -> str:
+def measure_column(frame: pd.DataFrame, prefix: str, k: int | None = None) -> str:
     """``prefix@k`` if the table has it, else the deepest (k > 1 or None) or shallowest K."""
     found = {int(m[1]): c for c in frame.columns if (m := re.fullmatch(rf"{prefix}@(\d+)", c))}
     if not found:
@@ -271,7 +264,7 @@ def _column(frame: pd.DataFrame, prefix: str, k: int | None = None) -> str:
 
 
 def _cells(frame, stand, col, scale=100.0) -> dict[str, Cell]:
-    cells = {p: _cell(frame.loc[s.retriever], col, scale) for p, s in stand.items()}
+    cells = {p: cell_of(frame.loc[s.retriever], col, scale) for p, s in stand.items()}
     return {p: c for p, c in cells.items() if not math.isnan(c.v)}
 
 
@@ -290,7 +283,7 @@ RETRIEVAL_LEADS = {
 def _retrieval_lead(ctx, claim):
     table, who, measures, highest = RETRIEVAL_LEADS[claim["id"]]
     (frame,), stand, detail = _retrieval(ctx, [table], need=[who])
-    per = {c: _cells(frame, stand, c) for c in (_column(frame, m, k) for m, k in measures)}
+    per = {c: _cells(frame, stand, c) for c in (measure_column(frame, m, k) for m, k in measures)}
     return _leads(claim, per, who, lambda p: str(stand[p]), detail, highest=highest)
 
 
@@ -302,7 +295,7 @@ for _id in RETRIEVAL_LEADS:
 def _reranker_not_a_cure(ctx, claim):
     qwen, llama = "Qwen3-Reranker-8B", "Llama-3.1-8B"
     (frame,), stand, detail = _retrieval(ctx, ["flip_rrstd"], need=[qwen, llama])
-    col = _column(frame, "RRstd")
+    col = measure_column(frame, "RRstd")
     cells = {p: c for p, c in _cells(frame, stand, col).items() if p in (qwen, llama)}
     return _leads(claim, {col: cells}, qwen, lambda p: str(stand[p]), detail, highest=True)
 
@@ -310,7 +303,7 @@ def _reranker_not_a_cure(ctx, claim):
 @CLAIMS.register("every_system_moves")
 def _every_system_moves(ctx, claim):
     (frame,), stand, detail = _retrieval(ctx, ["flip_rrstd"])
-    col = _column(frame, "Flip", 1)
+    col = measure_column(frame, "Flip", 1)
     cells = {str(stand[p]): c for p, c in _cells(frame, stand, col).items()}
     return _smallest(claim, cells, col, detail)
 
@@ -326,7 +319,7 @@ def _every_system_degrades(ctx, claim):
 @CLAIMS.register("depth_does_not_recover")
 def _depth_does_not_recover(ctx, claim):
     (frame,), stand, detail = _retrieval(ctx, ["degradation"])
-    deep, shallow = _column(frame, "Deg", 20), _column(frame, "Deg", 1)
+    deep, shallow = measure_column(frame, "Deg", 20), measure_column(frame, "Deg", 1)
     if deep == shallow:
         raise NotApplicable("the table has one Deg@K column only", detail)
     a, b = _cells(frame, stand, deep), _cells(frame, stand, shallow)
@@ -337,7 +330,7 @@ def _depth_does_not_recover(ctx, claim):
 @CLAIMS.register("robustness_not_effectiveness")
 def _robustness_not_effectiveness(ctx, claim):
     (robust, effective), stand, detail = _retrieval(ctx, ["flip_rrstd", "effectiveness"])
-    rr, std = _column(effective, "RR"), _column(robust, "RRstd")
+    rr, std = measure_column(effective, "RR"), measure_column(robust, "RRstd")
     eff, stab = _cells(effective, stand, rr), _cells(robust, stand, std)
     both = [p for p in eff if p in stab]
     if len(both) < 2:
@@ -368,7 +361,7 @@ def _human_threshold(ctx, claim):
     frame = ctx.table("ratings").set_index("measure")
     if missing := [r for r in limits if r not in frame.index]:
         raise NotApplicable(f"the ratings table has no row {', '.join(missing)}")
-    cells = {r: _cell(frame.loc[r], "human") for r in limits}
+    cells = {r: cell_of(frame.loc[r], "human") for r in limits}
     if any(math.isnan(c.v) for c in cells.values()):
         raise NotApplicable("no human labels in this configuration (human column empty)")
     excess = {r: _minus(cells[r], Cell(t, t, t)) for r, t in limits.items()}
@@ -386,7 +379,7 @@ for _id in HUMAN_THRESHOLDS:
 def _agreement_substantial(ctx, claim):
     substantial = 0.6  # agreement_substantial: "substantial: > 0.6"
     rows = ctx.table("agreement").set_index("dimension")
-    cells = {f"{d} {k}": _cell(r, k) for d, r in rows.iterrows() for k in ("alpha", "kappa")}
+    cells = {f"{d} {k}": cell_of(r, k) for d, r in rows.iterrows() for k in ("alpha", "kappa")}
     empty = [k for k, c in cells.items() if math.isnan(c.v)]
     if not cells or empty:
         raise NotApplicable(f"no agreement value for {', '.join(empty) or 'any dimension'}")
@@ -398,8 +391,8 @@ def _agreement_substantial(ctx, claim):
 
 def _rows(ctx: Context, table: str, key: str, ours: Sequence[str], cols: Sequence[str]):
     """({id: {col: Cell x100}} of the paper's rows the table has, detail)."""
-    avg, how = _average(ctx.table(table), key)
-    cells = {i: {c: _cell(avg.loc[i], c, 100.0) for c in cols} for i in ours if i in avg.index}
+    avg, how = average_rows(ctx.table(table), key)
+    cells = {i: {c: cell_of(avg.loc[i], c, 100.0) for c in cols} for i in ours if i in avg.index}
     detail = f"values: {how}, x100 (points)"
     if extra := [i for i in avg.index if i not in ours]:
         detail += f"; not in the paper, not compared: {', '.join(extra)}"
@@ -475,79 +468,3 @@ def evaluate_all(results_dir: str | Path, config: Mapping, paper: str | Path = P
     ctx = Context(Path(results_dir), config or {})
     pqb = [{"paper": "PQB", **evaluate_claim(ctx, c)} for c in pqb_claims(paper)]
     return pqb + ttp_claims(results_dir)
-
-
-_num = lambda x: NAN if x is None or x == "" else float(x)
-
-
-def margin_text(claim: Mapping) -> str:
-    """``+1.23 [+0.50, +2.00]``; the interval left out where a bound is missing, ``--`` when
-    the margin is."""
-    m, lo, hi = (_num(claim.get(k)) for k in ("margin", "ci_low", "ci_high"))
-    if math.isnan(m):
-        return "--"
-    return f"{m:+.2f}" + ("" if math.isnan(lo) or math.isnan(hi) else f" [{lo:+.2f}, {hi:+.2f}]")
-
-
-def markdown(claims: Sequence[Mapping]) -> str:
-    md = lambda t: str("" if t is None else t).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["# Paper claims (PQB, TTP)", ""]
-    lines += [f"- {s}: {sum(c['status'] == s for c in claims)}" for s in STATUSES]
-    lines += ["", "Margin: positive = held by that much (points; validation: the table's unit)."]
-    lines += ["Brackets: CI (PQB: the conservative gap between the systems' bootstrap bounds).", ""]
-    lines += ["| paper | id | table | status | measured | margin [CI] | text |", "|---" * 7 + "|"]
-    for c in claims:
-        cells = [c.get("paper", ""), f"`{c['id']}`", c.get("table", ""), c["status"]]
-        cells += [c.get("measured", ""), margin_text(c), c.get("text", "")]
-        lines.append("| " + " | ".join(md(x) for x in cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def write_outputs(claims: Sequence[Mapping], csv_path, md_path) -> str:
-    """The claims as CSV (:data:`CSV_COLUMNS`) and Markdown, atomically; returns the Markdown."""
-    with atomic_open(csv_path) as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for c in claims:
-            row = {k: c.get(k, "") for k in CSV_COLUMNS}
-            for k in ("margin", "ci_low", "ci_high"):
-                row[k] = "" if math.isnan(_num(c.get(k))) else f"{_num(c.get(k)):.6f}"
-            writer.writerow(row)
-    text = markdown(claims)
-    with atomic_open(md_path) as fh:
-        fh.write(text)
-    return text
-
-
-def read_config(paths: Sequence[str | Path]) -> dict:
-    """The files deep-merged (a later one wins, as with snakemake's ``--configfile a b``),
-    validated and default-filled; the plain merge when that fails."""
-    texts = [(str(p), Path(p).read_text(encoding="utf-8")) for p in paths]
-    merged = {}
-    for _, text in texts:
-        merged = deep_merge(merged, yaml.safe_load(text) or {})
-    try:
-        return validate_config(merged, sources=texts[::-1])
-    except ConfigError as exc:
-        print(f"warning: {exc}; using the plain YAML", file=sys.stderr)
-        return merged
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results_dir", type=Path)
-    ap.add_argument("--config", nargs="+", default=[REPO_ROOT / "config" / "config.yaml"])
-    ap.add_argument("--paper", type=Path, default=PQB_YAML, help="the PQB paper-results YAML")
-    ap.add_argument("--csv", type=Path, help="default: <results_dir>/report/claims.csv")
-    ap.add_argument("--md", type=Path, help="default: <results_dir>/report/claims.md")
-    args = ap.parse_args(argv)
-    claims = evaluate_all(args.results_dir, read_config(args.config), args.paper)
-    report = args.results_dir / "report"
-    text = write_outputs(claims, args.csv or report / "claims.csv", args.md or report / "claims.md")
-    print(text, end="")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,7 +13,7 @@ import pandas as pd
 
 from personalir.common.io import write_text
 from personalir.common.latex import escape
-from personalir.report.claims import margin_text
+from personalir.report.claims_output import margin_text
 
 COLUMNS = ["Claim", "Paper's statement", "Status", "Measured", "Margin [CI]"]
 

@@ -6,7 +6,7 @@ the paper's values in their own columns), one LaTeX table and long-format CSV ro
 paper's row, the row of ours standing in for it, per measure the paper's value and ours.
 
 Ours are the equal-weight average over domains, as the paper's (the table's ``Average`` rows,
-else its only domain, else the mean: :func:`personalir.report.claims._average`), scaled to
+else its only domain, else the mean: :func:`personalir.report.claims.average_rows`), scaled to
 the paper's unit (``percent``: x100). Retrieval systems map to ours by
 :func:`personalir.report.claims.stand_ins`; attribution models and error samplers by
 registry id (:data:`MODEL_ROWS`, :data:`SAMPLER_ROWS`); the dataset table by domain. A row
@@ -116,12 +116,12 @@ def _units(spec: Mapping) -> dict[str, str]:
 
 
 def _retrieval(ctx: cl.Context, key: str, spec: Mapping) -> tuple[list, str]:
-    frame, how = cl._average(ctx.table(key), "retriever")
+    frame, how = cl.average_rows(ctx.table(key), "retriever")
     stand = cl.stand_ins(ctx.config, ctx.table(key))
     ours_cols = {}
     for col in spec["columns"]:
         prefix, _, k = col.replace("Mean ", "").partition("@")
-        ours_cols[col] = cl._column(frame, prefix, int(k) if k else None)
+        ours_cols[col] = cl.measure_column(frame, prefix, int(k) if k else None)
     rows = []
     for paper_row, values in spec["rows"].items():
         s = stand.get(paper_row)
@@ -129,7 +129,7 @@ def _retrieval(ctx: cl.Context, key: str, spec: Mapping) -> tuple[list, str]:
             rows.append((paper_row, "", values, {}))
             continue
         scale = _unit_scale(spec.get("unit", ""))
-        cells = {c: cl._cell(frame.loc[s.retriever], oc, scale) for c, oc in ours_cols.items()}
+        cells = {c: cl.cell_of(frame.loc[s.retriever], oc, scale) for c, oc in ours_cols.items()}
         rows.append((paper_row, s.label, values, cells))
     cols = ", ".join(f"{c} = our {oc}" for c, oc in ours_cols.items() if c != oc)
     return rows, f"ours: {how}" + (f"; {cols}" if cols else "")
@@ -137,7 +137,7 @@ def _retrieval(ctx: cl.Context, key: str, spec: Mapping) -> tuple[list, str]:
 
 def _by_id(table: str, key: str, ids: Mapping[str, str], ours_cols: Mapping[str, str]):
     def compare(ctx: cl.Context, _key: str, spec: Mapping) -> tuple[list, str]:
-        frame, how = cl._average(ctx.table(table), key)
+        frame, how = cl.average_rows(ctx.table(table), key)
         units = _units(spec)
         rows = []
         for paper_row, values in spec["rows"].items():
@@ -148,7 +148,7 @@ def _by_id(table: str, key: str, ids: Mapping[str, str], ours_cols: Mapping[str,
             row = frame.loc[ours_id]
             label = str(row["label"]) if "label" in row.index else ours_id
             cells = {
-                c: cl._cell(row, oc, _unit_scale(units[c]))
+                c: cl.cell_of(row, oc, _unit_scale(units[c]))
                 for c, oc in ours_cols.items()
                 if oc in row.index
             }

@@ -5,7 +5,8 @@ set ``label`` and a ``split``. An :class:`ItemCorpus` holds the items that histo
 targets refer to. Sources are registered by name in :data:`EXAMPLE_SOURCES`; each returns
 ``(examples, corpus)``:
 
-``sample_world``  the search log of the synthetic world (:mod:`personalir.data.search_log`)
+``sample_world``  the search log of the synthetic world
+                  (:mod:`personalir.data.sample_world.search_log`)
                   with the data stage's product tables; users are split into train/valid/test by a
                   seeded hash (``test_share``, ``validation_share``).
 ``personalwab``   PersonalWAB's files: ``user_instructions.json`` (``{split: [task]}``, a task

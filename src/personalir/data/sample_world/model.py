@@ -3,7 +3,7 @@
 The dataclasses every part of the generator fills in (products, users, reviews with their
 injected errors, the world that holds them), the :class:`GeneratorParams` recorded in the
 planted truth, and :class:`Draw`, the cheap scalar draws from one numpy generator that keep
-each part of the world on its own seeded stream (see :mod:`personalir.data.sample_world`).
+each part of the world on its own seeded stream (see :mod:`personalir.data.sample_world.world`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from personalir.data.sample_world_families import ConfusabilityParams
+from personalir.data.sample_world.confusability import ConfusabilityParams
+from personalir.data.sample_world.domains import DomainSpec
 
 SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])\s+")
 WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")
@@ -75,7 +74,7 @@ class Product:
     price: float | None
     quality: float  # mean rating the product deserves (1-5)
     popularity: float
-    name: str | None  # game title; None for other products
+    name: str | None  # product name (a game's title) where its type names products, else None
     title: str
     main_category: str
     categories: list[str]
@@ -87,7 +86,7 @@ class Product:
     videos: list[dict]
     rating_number: int = 0
     average_rating: float = 0.0
-    family: str | None = None  # parent_asin of the family's founder (sample_world_families)
+    family: str | None = None  # parent_asin of the family's founder (sample_world.families)
     family_role: str | None = None  # founder, variant, lookalike or accessory
     accessory_for: str | None = None  # parent_asin of the product an accessory fits
     pack_count: int | None = None  # units per pack, where pack count is a family axis
@@ -182,6 +181,7 @@ class World:
     products: list[Product]
     users: list[User]
     reviews: list[Review]  # grouped by user, chronological within a user
+    spec: DomainSpec  # the domain the world was drawn from
 
     @cached_property
     def products_by_asin(self) -> dict[str, Product]:

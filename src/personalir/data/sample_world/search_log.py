@@ -1,6 +1,6 @@
 """A product-search log for the synthetic sample world: every search ends in a purchase.
 
-The world of :func:`personalir.data.sample_world.build_world` gives each user a chronological
+The world of :func:`personalir.data.sample_world.world.build_world` gives each user a chronological
 purchase history (the reviews the data stage ingests). This module appends
 ``searches_per_user`` later searches per user; each names the product the user then bought
 (the *target*, never one already bought) and carries the history up to that moment (earlier
@@ -21,11 +21,11 @@ Three kinds of query, labelled like the test sets of the TTP paper:
               the noun ("satin finish concert ukulele"), without the brand.
 
 A share ``misspell_share`` of all queries gets one character-level error (a mechanism of
-:mod:`personalir.data.sample_world_errors`) in a word of at least four letters; the record
+:mod:`personalir.data.sample_world.mechanisms`) in a word of at least four letters; the record
 keeps the clean text and ``misspelled: true``.
 
 Targets are drawn with the world's own preference model (log popularity plus the brand,
-colour and style boosts of :class:`~personalir.data.sample_world_model.GeneratorParams`, Gumbel
+colour and style boosts of :class:`~personalir.data.sample_world.model.GeneratorParams`, Gumbel
 sampling), so searches look like the purchases that made the reviews. Each draw comes from
 ``derive_seed(seed, "search_log", domain)``; the same arguments give identical records.
 """
@@ -42,9 +42,9 @@ import numpy as np
 
 from personalir.common.io import write_json, write_jsonl
 from personalir.common.seeding import derive_seed
-from personalir.data.sample_world_errors import MECHANISM_NAMES, MECHANISMS
-from personalir.data.sample_world_lexicon import DOMAIN_SPECS
-from personalir.data.sample_world_model import PARAMS, Product, User, World
+from personalir.data.sample_world.catalogue import noun_text
+from personalir.data.sample_world.mechanisms import MECHANISM_NAMES, MECHANISMS
+from personalir.data.sample_world.model import PARAMS, Product, User, World
 
 LABELS = ("General", "Broad", "LongTail")
 _MS_PER_DAY = 86_400_000
@@ -108,9 +108,7 @@ class _NumpyDraw:
 
 
 def _noun(world: World, product: Product) -> str:
-    spec = DOMAIN_SPECS[world.domain]
-    t = next(t for t in spec.types if t.key == product.product_type)
-    return " ".join(w if w.isupper() else w.lower() for w in t.title_noun.split())
+    return noun_text(world.spec.type(product.product_type))
 
 
 def _descriptive_values(product: Product) -> list[tuple[str, str]]:

@@ -16,117 +16,34 @@ families on the world's ``families`` stream:
   material and size the model comes in (as real variant listings do);
 - ``distractors_per_family`` *lookalikes*: the founder's design under another maker of its
   type (brand, store and manufacturer swapped everywhere);
-- ``accessories`` *accessories*: products of an accessory type (:data:`ACCESSORY_TYPES`)
-  in the founder's colour and style whose title, description, first feature and
+- ``accessories`` *accessories*: products of an accessory type (the domain file's
+  ``accessories``) in the founder's colour and style whose title, description, first feature and
   ``Compatible Devices`` detail name the founder's brand and product.
 
 ``family_share`` is the share of a domain's products that belong to families; they replace
 independent products, so the catalogue keeps its size. With ``family_share: 0`` no family is
 drawn and the catalogue is exactly the family-free one (the ``products`` stream is untouched).
+The knobs are :class:`~personalir.data.sample_world.confusability.ConfusabilityParams`.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import replace
 
-from personalir.data.sample_world_catalogue import (
-    _images,
-    _unique_code,
+from personalir.data.sample_world.catalogue import (
+    draw_images,
     draw_product,
     noun_text,
     product_title,
+    unique_code,
 )
-from personalir.data.sample_world_lexicon import DomainSpec, ProductTypeSpec
-from personalir.data.sample_world_model import Draw, GeneratorParams, Product
+from personalir.data.sample_world.confusability import ConfusabilityParams
+from personalir.data.sample_world.domains import DomainSpec, ProductTypeSpec
+from personalir.data.sample_world.model import Draw, GeneratorParams, Product
 
-ATTRIBUTES = ("color", "size", "material", "pack_count")
 PACK_COUNTS = (2, 3, 4, 6, 12)
-# Accessory product types of each domain and the product types each fits (an accessory of a
-# founder whose type none fits is drawn from all of the domain's accessory types).
-ACCESSORY_TYPES = {
-    "Baby_Products": {
-        "car_seat_cover": ("stroller", "baby_carrier"),
-        "diaper_bag": ("stroller", "baby_carrier", "nursing_pillow"),
-        "bib": ("bottle", "sippy_cup", "high_chair", "teether", "pacifier"),
-    },
-    "Musical_Instruments": {
-        "gig_bag": ("ukulele", "effects_pedal", "audio_interface", "mic_stand", "music_stand"),
-        "guitar_strap": ("ukulele", "acoustic_strings", "electric_strings"),
-        "instrument_cable": ("effects_pedal", "audio_interface", "microphone", "clip_tuner"),
-    },
-    "Video_Games": {
-        "carrying_case": ("controller", "headset", "racing_wheel", "arcade_stick", "game"),
-        "thumb_grips": ("controller", "arcade_stick"),
-        "charging_station": ("controller", "headset", "gaming_mouse", "gaming_keyboard"),
-    },
-}
-
-
-class ConfusabilityError(ValueError):
-    """Invalid confusability settings (``sample.confusability``)."""
-
-
-@dataclass(frozen=True)
-class ConfusabilityParams:
-    """Knobs of the catalogue's confusable structure (``sample.confusability``)."""
-
-    family_share: float = 0.7
-    family_size: int = 5
-    differing_attributes: tuple[str, ...] = ATTRIBUTES
-    max_differing: int = 2
-    near_duplicate_titles: bool = True
-    option_lists: bool = True
-    accessories: int = 1
-    distractors_per_family: int = 1
-
-    def __post_init__(self) -> None:
-        unknown = [a for a in self.differing_attributes if a not in ATTRIBUTES]
-        if unknown:
-            raise ConfusabilityError(
-                f"sample.confusability.differing_attributes: unknown {unknown}; "
-                f"expected some of {list(ATTRIBUTES)}"
-            )
-        if not 0.0 <= self.family_share <= 1.0:
-            raise ConfusabilityError(
-                f"sample.confusability.family_share must lie in [0, 1], got {self.family_share}"
-            )
-        if self.family_size < 1 or self.accessories < 0 or self.distractors_per_family < 0:
-            raise ConfusabilityError(
-                "sample.confusability: family_size must be >= 1, accessories and "
-                "distractors_per_family >= 0"
-            )
-        if self.family_size > 1 and not self.differing_attributes:
-            raise ConfusabilityError(
-                "sample.confusability: family_size > 1 needs at least one differing attribute"
-            )
-        if self.max_differing not in (1, 2):
-            raise ConfusabilityError(
-                f"sample.confusability.max_differing must be 1 or 2, got {self.max_differing}"
-            )
-
-    @classmethod
-    def from_config(cls, section: dict | None) -> ConfusabilityParams:
-        section = dict(section or {})
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(section) - names)
-        if unknown:
-            raise ConfusabilityError(f"sample.confusability: unknown key(s) {unknown}")
-        if "differing_attributes" in section:
-            section["differing_attributes"] = tuple(section["differing_attributes"])
-        return cls(**section)
-
-    @property
-    def products_per_family(self) -> int:
-        return self.family_size + self.distractors_per_family + self.accessories
-
-    def n_families(self, n_products: int) -> int:
-        """Families that fit into ``family_share`` of ``n_products``."""
-        return int(n_products * self.family_share + 1e-9) // self.products_per_family
-
-
-OFF = ConfusabilityParams(family_share=0.0)  # the family-free catalogue
 
 
 # Details keys every listing has beside its attributes (kept when a listing is sparse).
@@ -190,10 +107,10 @@ def _clone(
     """A copy of the founder with its own identifiers, images, popularity and price; as often
     as an independent product it lists only one attribute beside its brand (sparse)."""
     p = copy.deepcopy(founder)
-    p.parent_asin = _unique_code(draw, "B0", 10, taken)
-    p.variant_asins = [p.parent_asin if draw.u() < 0.5 else _unique_code(draw, "B0", 10, taken)]
+    p.parent_asin = unique_code(draw, "B0", 10, taken)
+    p.variant_asins = [p.parent_asin if draw.u() < 0.5 else unique_code(draw, "B0", 10, taken)]
     while len(p.variant_asins) < 3 and draw.u() < 0.3:
-        p.variant_asins.append(_unique_code(draw, "B0", 10, taken))
+        p.variant_asins.append(unique_code(draw, "B0", 10, taken))
     p.family_role = role
     if "Item model number" in p.details:
         p.details["Item model number"] = _model_number(p.brand, draw)
@@ -201,7 +118,7 @@ def _clone(
         p.price = round(max(1.0, round(p.price * draw.uniform(0.85, 1.2))) - 0.01, 2)
     p.quality = round(min(4.9, max(2.6, p.quality + draw.uniform(-0.2, 0.2))), 3)
     p.popularity = round(float(draw.rng.lognormal(0.0, 0.6)), 4)
-    p.images = _images(draw, 1 + int(draw.u() * 4))
+    p.images = draw_images(draw, 1 + int(draw.u() * 4))
     if draw.u() < params.sparse_product_share:  # as sparse as independent products
         attributes = [k for k in p.details if k not in LISTING_KEYS and k != "Brand"]
         drop = set(attributes[1:] if draw.u() < 0.5 else attributes)
@@ -304,12 +221,11 @@ def _accessory(
     brand_weight: dict[str, float],
     taken: set[str],
 ) -> Product:
-    table = ACCESSORY_TYPES[spec.name]
-    keys = [k for k, fits in table.items() if founder.product_type in fits] or [
-        k for k in table if k != founder.product_type
+    table = spec.accessories
+    keys = [k for k, fits in table if founder.product_type in fits] or [
+        k for k, _ in table if k != founder.product_type
     ]
-    key = draw.pick(keys)
-    acc_t = next(t for t in spec.types if t.key == key)
+    acc_t = spec.type(draw.pick(keys))
     colors = spec.colors if acc_t.colors is None else acc_t.colors
     fixed: dict = {"style": founder.style}
     if colors and founder.color:

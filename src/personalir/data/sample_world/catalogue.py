@@ -1,7 +1,7 @@
 """The sample world's catalogue: brands per product type, details, titles, whole products.
 
 Draws every product of one domain from its domain spec
-(:class:`~personalir.data.sample_world_lexicon.DomainSpec`) on the ``products`` stream and,
+(:class:`~personalir.data.sample_world.domains.DomainSpec`) on the ``products`` stream and,
 once the reviews exist, fills what depends on them (rating summary and first-available date)
 from the ``catalogue`` stream.
 """
@@ -11,14 +11,8 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
-from personalir.data.sample_world_lexicon import (
-    GAME_PUBLISHERS,
-    GAME_TITLE_FIRST,
-    GAME_TITLE_SECOND,
-    DomainSpec,
-    ProductTypeSpec,
-)
-from personalir.data.sample_world_model import (
+from personalir.data.sample_world.domains import DomainSpec, ProductTypeSpec
+from personalir.data.sample_world.model import (
     ALNUM,
     IMAGE_HOST,
     MS_PER_DAY,
@@ -33,7 +27,8 @@ from personalir.data.sample_world_model import (
 )
 
 
-def _unique_code(draw: Draw, prefix: str, length: int, taken: set[str]) -> str:
+def unique_code(draw: Draw, prefix: str, length: int, taken: set[str]) -> str:
+    """A code of ``length`` characters starting with ``prefix``, not in ``taken`` (added)."""
     while True:
         code = prefix + "".join(draw.pick(ALNUM) for _ in range(length - len(prefix)))
         if code not in taken:
@@ -47,19 +42,16 @@ def _date_text(ms: int) -> str:
 
 
 def _brand_catalogue(spec: DomainSpec, draw: Draw) -> tuple[dict[str, list[str]], dict]:
-    """Which brands make which product types, and each brand's market weight."""
+    """Which brands make which product types, and each brand's market weight.
+
+    A type that lists its ``makers`` draws them from that list; every other type draws from
+    the domain's brands that no type reserves that way."""
     order = draw.shuffle(spec.brands)
     weight = {b: 1.0 / (rank + 2) ** 0.6 for rank, b in enumerate(order)}
+    reserved = {b for t in spec.types for b in t.makers}
     makers = {}
     for t in spec.types:
-        if spec.name == "Video_Games":
-            pool = (
-                list(GAME_PUBLISHERS)
-                if t.key == "game"
-                else [b for b in spec.brands if b not in GAME_PUBLISHERS]
-            )
-        else:
-            pool = list(spec.brands)
+        pool = list(t.makers) if t.makers else [b for b in spec.brands if b not in reserved]
         chosen = [b for b in pool if draw.u() < 0.5]
         if len(chosen) < 3:
             chosen = draw.shuffle(pool)[:3]
@@ -119,11 +111,11 @@ def product_title(spec: DomainSpec, t: ProductTypeSpec, p: dict, draw: Draw) -> 
         words.append(p["material"])
     words.append(t.title_noun)
     title = " ".join(words)
-    if spec.name == "Video_Games" and draw.u() < 0.7:
+    if spec.style_in_title == "for" and draw.u() < 0.7:
         title += f" for {p['style']}"
     elif draw.u() < 0.3:
         title += f" for {draw.pick(t.uses).title()}"
-    if spec.name != "Video_Games" and draw.u() < 0.3:
+    if spec.style_in_title == "suffix" and draw.u() < 0.3:
         title += f" - {p['style']} Style"
     if p["color"]:
         title += f", {p['color']}"
@@ -132,7 +124,8 @@ def product_title(spec: DomainSpec, t: ProductTypeSpec, p: dict, draw: Draw) -> 
     return title
 
 
-def _images(draw: Draw, n: int) -> list[dict]:
+def draw_images(draw: Draw, n: int) -> list[dict]:
+    """``n`` product images (main image first) under invented image codes."""
     out = []
     for k in range(n):
         code = "".join(draw.pick(ALNUM + "abcdefghijklmnopqrstuvwxyz") for _ in range(11))
@@ -183,7 +176,7 @@ def draw_product(
     if type_key is None:
         t, brand = draw_type_and_brand(spec, draw, makers, brand_weight)
     else:
-        t = next(t for t in spec.types if t.key == type_key)
+        t = spec.type(type_key)
         brands = makers[t.key]
         brand = brands[draw.weighted(cumulative(brand_weight[b] for b in brands))]
     colors = spec.colors if t.colors is None else t.colors
@@ -193,18 +186,14 @@ def draw_product(
         "material": draw.pick(t.materials) if t.materials else None,
         "style": draw.pick(spec.styles),
         "size": draw.pick(t.sizes) if t.sizes else None,
-        "name": (
-            f"{draw.pick(GAME_TITLE_FIRST)} {draw.pick(GAME_TITLE_SECOND)}"
-            if t.key == "game"
-            else None
-        ),
+        "name": " ".join(draw.pick(words) for words in t.name_parts) if t.name_parts else None,
     }
     p.update(fixed or {})
     p["details"] = _details(spec, t, p, draw, params)
-    parent = _unique_code(draw, "B0", 10, taken)
-    variants = [parent if draw.u() < 0.5 else _unique_code(draw, "B0", 10, taken)]
+    parent = unique_code(draw, "B0", 10, taken)
+    variants = [parent if draw.u() < 0.5 else unique_code(draw, "B0", 10, taken)]
     while len(variants) < 3 and draw.u() < 0.3:
-        variants.append(_unique_code(draw, "B0", 10, taken))
+        variants.append(unique_code(draw, "B0", 10, taken))
     fmt = {"brand": brand, "material": (p["material"] or "").lower(), "noun": t.noun}
     fmt["color"] = (p["color"] or "classic").lower()
     bullets = [b.format(**fmt) for b in t.features]
@@ -261,7 +250,7 @@ def draw_product(
         features=bullets,
         description=description,
         store=store,
-        images=_images(draw, 1 + int(draw.u() * 4)),
+        images=draw_images(draw, 1 + int(draw.u() * 4)),
         videos=videos,
     )
 

@@ -11,10 +11,10 @@ import math
 
 import numpy as np
 
-from personalir.data.sample_world_constructions import CONSTRUCTION_IDS, POS_CLASSES
-from personalir.data.sample_world_errors import MECHANISM_NAMES
-from personalir.data.sample_world_lexicon import DomainSpec
-from personalir.data.sample_world_model import (
+from personalir.data.sample_world.constructions import CONSTRUCTION_IDS, POS_CLASSES
+from personalir.data.sample_world.domains import DomainSpec
+from personalir.data.sample_world.mechanisms import MECHANISM_NAMES
+from personalir.data.sample_world.model import (
     ALNUM,
     Draw,
     ErrorProfile,

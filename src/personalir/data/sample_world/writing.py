@@ -3,8 +3,8 @@
 :class:`SentenceWriter` fills the construction templates with a product's and a user's slot
 values; :class:`ErrorInjector` corrupts tokens of each sentence at the user's planted rate,
 mechanism mixture and POS preferences; the small helpers choose a review's rating, polarity
-and title. All draws come from the streams :func:`~personalir.data.sample_world.build_world`
-hands them.
+and title. All draws come from the streams
+:func:`~personalir.data.sample_world.world.build_world` hands them.
 """
 
 from __future__ import annotations
@@ -12,22 +12,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from personalir.data.sample_world_constructions import (
+from personalir.data.sample_world.constructions import (
     BASE_POS,
     CONSTRUCTIONS,
     PLAIN_SLOTS,
     POLAR_SLOTS,
+    PROPER_NOUNS,
     REVIEW_TITLES,
-    TYPE_SLOTS,
+    with_aliases,
 )
-from personalir.data.sample_world_errors import HOMOPHONES, MECHANISM_NAMES, MECHANISMS, eligible
-from personalir.data.sample_world_lexicon import (
-    GAME_PUBLISHERS,
-    GAME_TITLE_FIRST,
-    GAME_TITLE_SECOND,
-    DomainSpec,
+from personalir.data.sample_world.domains import DomainSpec
+from personalir.data.sample_world.mechanisms import (
+    HOMOPHONES,
+    MECHANISM_NAMES,
+    MECHANISMS,
+    eligible,
 )
-from personalir.data.sample_world_model import (
+from personalir.data.sample_world.model import (
     WORD,
     Draw,
     GeneratorParams,
@@ -65,6 +66,15 @@ class SentenceWriter:
                             raise ValueError(f"construction {c.id} has no generic template")
                         self.table[c.id, pol, has_color, has_material] = usable
         self.types = {t.key: t for t in self.spec.types}
+        # Product types whose reviews need other words in some slots (a game is not "sturdy").
+        self.overrides = {t.key: with_aliases(dict(t.slots)) for t in self.spec.types}
+        for t in self.spec.types:
+            unknown = [s for s in self.overrides[t.key] if s not in POLAR_SLOTS | PLAIN_SLOTS]
+            if unknown:
+                raise ValueError(
+                    f"{self.spec.name}: product type {t.key!r} sets slots {unknown}, which no "
+                    f"construction fills; the slots are {sorted(POLAR_SLOTS | PLAIN_SLOTS)}"
+                )
 
     def templates(self, cid: str, polarity: str, product: Product) -> tuple[str, ...]:
         return self.table[cid, polarity, product.color is not None, product.material is not None]
@@ -76,7 +86,7 @@ class SentenceWriter:
         t = self.types[product.product_type]
         draw, spec = self.draw, self.spec
         chosen: dict[str, str] = {}
-        overrides = TYPE_SLOTS.get(product.product_type, {})
+        overrides = self.overrides[product.product_type]
 
         def slot(m: re.Match) -> str:
             name = m.group(1)
@@ -257,7 +267,9 @@ def _domain_lexicon(spec: DomainSpec) -> tuple[dict[str, str], set[str]]:
             for w in WORD.findall(phrase):
                 lex.setdefault(w.lower(), pos)
 
-    for b in (*spec.brands, *GAME_PUBLISHERS, *GAME_TITLE_FIRST, *GAME_TITLE_SECOND):
+    makers = (b for t in spec.types for b in t.makers)
+    names = (w for t in spec.types for words in t.name_parts for w in words)
+    for b in (*spec.brands, *makers, *names, *PROPER_NOUNS):
         proper.update(w.lower() for w in WORD.findall(b))
     add(PLAIN_SLOTS["month"], "PROPN")
     proper.update(m.lower() for m in PLAIN_SLOTS["month"])
