@@ -26,6 +26,7 @@ from personalir.queries.benchmark_format import (
     write_benchmark,
 )
 from personalir.retrieval.base import QueryText
+from personalir.retrieval.byo import write_query_export
 from personalir.retrieval.byo_args import split_command
 from personalir.retrieval.corpus import corpus_from_texts
 from personalir.retrieval.evaluate import OFFLINE_VARIABLES, build_parser, download_policy, main
@@ -463,6 +464,23 @@ def test_export_queries_as_tsv_and_jsonl(files, capsys, tmp_path):
     assert "7 queries (2 syntactic, 4 writing-error, 1 unpaired; checked against the corpus)" in (
         capsys.readouterr().out
     )
+
+
+def test_export_of_texts_with_line_breaks(tmp_path):
+    records = [
+        {"query_id": "q1", "domain": D, "user_id": "u", "text": "1. red guitar\n2. strings"},
+        {"query_id": "q2", "domain": D, "user_id": "v", "text": "blue\tpiano"},
+        {"query_id": "q3", "domain": D, "user_id": "w", "text": "plain drum"},
+    ]
+    assert write_query_export(tmp_path / "q.tsv", records, "tsv") == (3, ["q1", "q2"])
+    assert (tmp_path / "q.tsv").read_text() == (
+        "q1\t1. red guitar 2. strings\nq2\tblue piano\nq3\tplain drum\n"
+    )
+    assert write_query_export(tmp_path / "q.jsonl", records, "jsonl") == (3, [])
+    kept = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
+    assert kept == records  # every text as it is
+    with pytest.raises(ValueError, match="query id 'a b' contains white space"):
+        write_query_export(tmp_path / "x.tsv", [{**records[0], "query_id": "a b"}], "tsv")
 
 
 def test_export_needs_a_format_and_domain_paths(files, capsys, tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -128,12 +129,21 @@ def run_is_empty(run_path: str | Path) -> bool:
     return not read_run_text(run_path).strip()
 
 
-def write_query_export(path: str | Path, records: Iterable[Mapping], fmt: str) -> int:
-    """Write the queries' ids and texts atomically; returns the number written.
+#: What a TSV line cannot hold in a field: the tab and every character Python's
+#: ``str.splitlines`` ends a line at.
+TSV_BREAKS = re.compile("[\t\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
-    ``tsv``: ``query_id<TAB>text`` lines (a text holding a tab or line break cannot be written
-    so: an error naming the query, use jsonl); ``jsonl``: ``{query_id, domain, user_id, text}``.
-    A query id with white space cannot appear in a run file: an error."""
+
+def write_query_export(
+    path: str | Path, records: Iterable[Mapping], fmt: str
+) -> tuple[int, list[str]]:
+    """Write the queries' ids and texts atomically; returns (queries written, ids of the
+    queries whose text was changed to fit the format).
+
+    ``tsv``: ``query_id<TAB>text`` lines; a tab or line break inside a text is written as a
+    space (those queries are returned, for the console: ``jsonl`` keeps every text as it is).
+    ``jsonl``: ``{query_id, domain, user_id, text}``. A query id with white space cannot
+    appear in a run file: an error."""
     records = list(records)
     for rec in records:
         if any(c.isspace() for c in rec["query_id"]):
@@ -142,17 +152,13 @@ def write_query_export(path: str | Path, records: Iterable[Mapping], fmt: str) -
             )
     if fmt == "jsonl":
         keys = ("query_id", "domain", "user_id", "text")
-        return write_jsonl(path, ({k: rec[k] for k in keys} for rec in records))
+        return write_jsonl(path, ({k: rec[k] for k in keys} for rec in records)), []
     if fmt != "tsv":
         raise ValueError(f"export format {fmt!r} is not tsv or jsonl")
-    for rec in records:
-        if any(c in rec["text"] for c in "\t\n\r"):
-            raise InputError(
-                f"query {rec['query_id']!r}: its text holds a tab or a line break, which a TSV "
-                "line cannot: export as jsonl"
-            )
-    write_text(path, "".join(f"{rec['query_id']}\t{rec['text']}\n" for rec in records))
-    return len(records)
+    changed = [rec["query_id"] for rec in records if TSV_BREAKS.search(rec["text"])]
+    lines = (f"{rec['query_id']}\t{TSV_BREAKS.sub(' ', rec['text'])}\n" for rec in records)
+    write_text(path, "".join(lines))
+    return len(records), changed
 
 
 def query_summary(report: dict) -> str:

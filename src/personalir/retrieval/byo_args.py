@@ -238,10 +238,11 @@ evaluates (without a corpus, every query of the file is written). For example::
         --out 'queries/{domain}.tsv'
 
 Formats (by the suffix of --out, or --format): tsv, one ``query_id<TAB>text`` line per query
-(no header, as MS MARCO's queries.tsv); jsonl, one ``{query_id, domain, user_id, text}``
-object per line. The same text can have several ids (a user's query in a syntactic pair and
-in a writing-error pair): rank it under each. A run file then has one ``query_id Q0
-parent_asin rank score tag`` line per retrieved document (TREC format).
+(no header, as MS MARCO's queries.tsv; a tab or line break inside a text is written as a
+space, and the console counts those queries); jsonl, one ``{query_id, domain, user_id,
+text}`` object per line, every text as it is. The same text can have several ids (a user's
+query in a syntactic pair and in a writing-error pair): rank it under each. A run file then
+has one ``query_id Q0 parent_asin rank score tag`` line per retrieved document (TREC format).
 """
 
 

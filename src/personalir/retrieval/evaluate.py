@@ -427,7 +427,7 @@ def export_queries(argv: list[str]) -> int:
             records[d] = found
     for d, found in records.items():
         path = args.out.format(domain=d)
-        n = write_query_export(path, found, fmt)
+        n, changed = write_query_export(path, found, fmt)
         kinds = {k: sum(r["kind"] == k for r in found) for k in ("syntactic", "writing_error")}
         unpaired = n - sum(kinds.values())
         checked = "checked against the corpus" if args.corpus or args.meta else "all of the file"
@@ -435,6 +435,11 @@ def export_queries(argv: list[str]) -> int:
             f"{d}: {n} queries ({kinds['syntactic']} syntactic, {kinds['writing_error']} "
             f"writing-error, {unpaired} unpaired; {checked}) -> {path}"
         )
+        if changed:
+            print(
+                f"{d}: {len(changed)} query texts hold a tab or a line break, written as a "
+                f"space in the TSV (e.g. {changed[0]}); --format jsonl keeps them as they are"
+            )
     return 0
 
 
