@@ -9,6 +9,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 PIP := $(BIN)/python -m pip install -q --no-deps
 # This machine's pip config lists local indexes that may be absent; keep their warnings out.
 QUIET_PIP := 2>&1 | { grep -v 'is ignored: it is neither a file nor a directory' || true; }
@@ -24,7 +25,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 run: setup
 	$(BIN)/snakemake --profile profiles/local
 
-test: setup
+test: setup $(DEV_STAMP)
 	bash scripts/run_tests.sh
 
 setup: system-deps $(STAMP)
@@ -57,13 +58,21 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python scripts/check_env.py
 	@touch $(STAMP)
 
-lint: setup
+# The dev tools (pytest, ruff, bandit, pypdfium2) with their own pins: for `make test`/`lint`.
+$(DEV_STAMP): requirements-dev.lock $(STAMP)
+	$(PIP) -r requirements-dev.lock $(QUIET_PIP)
+	@touch $(DEV_STAMP)
+
+lint: setup $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# Regenerate requirements.lock from the current venv (after changing pins in pyproject.toml).
+# Regenerate requirements.lock from the current venv (after changing pins in pyproject.toml):
+# every installed package but the dev tools that requirements-dev.lock pins.
 lock:
-	$(BIN)/python -m pip list --format=freeze --exclude-editable > requirements.lock
+	$(BIN)/python -m pip list --format=freeze --exclude-editable \
+	  | grep -v -i -E "^($$(sed -n 's/==.*//p' requirements-dev.lock | paste -sd'|' -))==" \
+	  > requirements.lock
 
 # One self-contained HTML page of every figure and main table with its caption (after a run).
 report: setup

@@ -9,6 +9,7 @@ import re
 import pytest
 import yaml
 
+from personalir.common.config import REPO_ROOT
 from personalir.common.io import sha256_file
 from personalir.report import claims as cl
 from personalir.report import contents as ct
@@ -152,7 +153,7 @@ def test_contents_lists_every_item_with_a_reference_or_a_reason():
 def test_every_present_item_is_labelled_in_its_manuscript_or_generated_inputs(doc):
     """Each label the contents refer to is defined by the manuscript or by a table it
     inputs (the generated tables' labels are fixed in their modules)."""
-    root = cl.REPO_ROOT
+    root = REPO_ROOT
     text = (root / "paper" / doc / "main.tex").read_text(encoding="utf-8")
     inputs = [p.split("/")[-1] for p in paper_inputs(root / "paper" / doc / "main.tex", "g")]
     for item in ct.items(doc):
@@ -193,7 +194,7 @@ def test_front_matter_names_configuration_commit_and_fingerprints(tmp_path):
 
 
 def test_git_commit_of_this_checkout():
-    commit = ct.git_commit(cl.REPO_ROOT)
+    commit = ct.git_commit(REPO_ROOT)
     assert re.match(r"[0-9a-f]{40}|unknown", commit)
 
 

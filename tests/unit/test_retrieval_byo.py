@@ -1,10 +1,13 @@
 """Bring-your-own evaluation (``pqb-evaluate``) on a tiny released setting (tests/fixtures/byo.py):
 both release formats, an unknown product, unpaired queries, a meta catalogue with ``details``,
-the flag named in errors, the console counts, the help and the BM25 tie orders."""
+the flag named in errors, the console counts, the help and the BM25 tie orders; the query
+export, the summary table and summary.json, an empty run allowed, a class in the current
+folder, the download policy. (Input errors: test_retrieval_byo_inputs.py.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -12,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from personalir.common.config import REPO_ROOT
 from personalir.queries.benchmark_format import (
@@ -22,12 +26,24 @@ from personalir.queries.benchmark_format import (
     write_benchmark,
 )
 from personalir.retrieval.base import QueryText
+from personalir.retrieval.byo import write_query_export
+from personalir.retrieval.byo_args import split_command
 from personalir.retrieval.corpus import corpus_from_texts
-from personalir.retrieval.evaluate import build_parser, main
+from personalir.retrieval.evaluate import OFFLINE_VARIABLES, build_parser, download_policy, main
 from personalir.retrieval.lexical import BM25Retriever
 from tests.fixtures import byo
 
 D = "Musical_Instruments"
+
+
+@pytest.fixture(autouse=True)
+def _offline_variables_restored(monkeypatch):
+    """The command forces the hub's offline variables: each test gets them back as they were."""
+    for name in OFFLINE_VARIABLES:
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture()
@@ -404,3 +420,203 @@ def test_one_record_jsonl_is_the_older_format(tmp_path):
     path.write_text('{"asin": "B0002", "uid": "u3", "query": "yamaha digital piano"}\n')
     data, found = read_released(path)
     assert found == "released-v0" and list(data) == ["B0002"]
+
+
+# --- export-queries, the summary, empty runs, --class from the current folder, downloads ----
+
+
+def _kept(domain: str = D) -> list[dict]:
+    return [r for r in from_released(byo.RELEASED, domain) if r["product"] != "B9999"]
+
+
+def _pattern(path: Path, domain: str = D) -> str:
+    return str(path).replace(domain, "{domain}")
+
+
+def test_sub_command_or_none():
+    assert split_command(["export-queries", "--out", "x"]) == ("export-queries", ["--out", "x"])
+    assert split_command(["evaluate", "--domains", D]) == ("evaluate", ["--domains", D])
+    assert split_command(["--domains", D]) == ("evaluate", ["--domains", D])
+
+
+def test_export_queries_as_tsv_and_jsonl(files, capsys, tmp_path):
+    base = ["export-queries", "--domains", D, "--query-format", "released"]
+    base += ["--queries", _pattern(files["released"])]
+    assert main([*base, "--out", str(tmp_path / "q" / "{domain}.tsv")]) == 0
+    lines = (tmp_path / "q" / f"{D}.tsv").read_text(encoding="utf-8").splitlines()
+    every = from_released(byo.RELEASED, D)  # without a corpus: every query of the file
+    assert lines == [f"{r['query_id']}\t{r['text']}" for r in every] and len(lines) == 11
+    assert lines[0] == f"{D}:B0001:syn:0-1:a:0\tfender stratocaster guitar"
+    out = capsys.readouterr().out
+    assert f"{D}: 11 queries (4 syntactic, 6 writing-error, 1 unpaired; all of the file)" in out
+    # with the corpus and the drop policy: exactly the 7 queries the evaluation evaluates
+    corpus = ["--meta", _pattern(files["meta"]), "--unknown-products", "drop"]
+    corpus += ["--config", str(files["config"])]
+    assert main([*base, *corpus, "--out", str(tmp_path / "q" / "{domain}.jsonl")]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "q" / f"{D}.jsonl").read_text().splitlines()]
+    assert [r["query_id"] for r in rows] == [r["query_id"] for r in _kept()]
+    assert rows[0] == {
+        "query_id": f"{D}:B0001:syn:0-1:a:0",
+        "domain": D,
+        "user_id": "u1",
+        "text": "fender stratocaster guitar",
+    }
+    assert "7 queries (2 syntactic, 4 writing-error, 1 unpaired; checked against the corpus)" in (
+        capsys.readouterr().out
+    )
+
+
+def test_export_of_texts_with_line_breaks(tmp_path):
+    records = [
+        {"query_id": "q1", "domain": D, "user_id": "u", "text": "1. red guitar\n2. strings"},
+        {"query_id": "q2", "domain": D, "user_id": "v", "text": "blue\tpiano"},
+        {"query_id": "q3", "domain": D, "user_id": "w", "text": "plain drum"},
+    ]
+    assert write_query_export(tmp_path / "q.tsv", records, "tsv") == (3, ["q1", "q2"])
+    assert (tmp_path / "q.tsv").read_text() == (
+        "q1\t1. red guitar 2. strings\nq2\tblue piano\nq3\tplain drum\n"
+    )
+    assert write_query_export(tmp_path / "q.jsonl", records, "jsonl") == (3, [])
+    kept = [json.loads(x) for x in (tmp_path / "q.jsonl").read_text().splitlines()]
+    assert kept == records  # every text as it is
+    with pytest.raises(ValueError, match="query id 'a b' contains white space"):
+        write_query_export(tmp_path / "x.tsv", [{**records[0], "query_id": "a b"}], "tsv")
+
+
+def test_export_needs_a_format_and_domain_paths(files, capsys, tmp_path):
+    base = ["export-queries", "--domains", D, "--queries", _pattern(files["released"])]
+    with pytest.raises(SystemExit) as exc:
+        main([*base, "--out", str(tmp_path / "q.txt")])
+    assert exc.value.code == 2
+    assert "end it in .tsv or .jsonl, or give --format" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base[:3], D, "Other", *base[3:], "--out", str(tmp_path / "q.tsv")])
+    assert "--out needs {domain} in the path" in capsys.readouterr().err
+
+
+def test_exported_ids_make_a_run_and_the_summary_has_its_values(files, capsys, tmp_path):
+    # the user's run, made from the exported ids (the fixture's graded run: known values)
+    export = ["export-queries", "--domains", D, "--queries", _pattern(files["released"])]
+    export += ["--query-format", "released", "--meta", _pattern(files["meta"])]
+    export += ["--unknown-products", "drop", "--config", str(files["config"])]
+    assert main([*export, "--out", str(tmp_path / "{domain}.jsonl")]) == 0
+    exported = [json.loads(x)["query_id"] for x in (tmp_path / f"{D}.jsonl").open()]
+    records = {r["query_id"]: r for r in _kept()}
+    (tmp_path / f"graded_{D}.run").write_text(byo.graded_run([records[q] for q in exported]))
+    capsys.readouterr()
+    argv = _argv(files, files["released"], "--unknown-products", "drop", "--catalog", "bm25",
+                 "--run", "graded=" + _pattern(tmp_path / f"graded_{D}.run"))  # fmt: skip
+    assert main(["evaluate", *argv]) == 0
+    out = capsys.readouterr().out
+    summary = json.loads((files["out"] / "summary.json").read_text())
+    assert summary["columns"] == ["Flip@1", "RRstd", "Deg@20", "MRRdeg", "R@10"]
+    assert summary["overall"] == D and summary["unit"] == "percent"
+    by_name = {r["name"]: r for r in summary["retrievers"]}
+    graded, bm25 = by_name["graded"], by_name["bm25"]
+    assert {c: graded["values"][D][c]["value"] for c in byo.GRADED} == byo.GRADED
+    assert graded["values"][D]["Flip@1"]["items"] == 1  # the one syntactic pair
+    assert graded["paper_system"] is None and graded["paper"] is None  # a run: family external
+    # BM25 (family lexical) stands in for the paper's BM25: its values from the paper's file
+    paper = yaml.safe_load((REPO_ROOT / "config/paper_results/pqb.yaml").read_text())
+    flip, deg = paper["flip_rrstd"]["rows"]["BM25"], paper["degradation"]["rows"]["BM25"]
+    assert bm25["paper_system"] == "BM25"
+    assert bm25["paper"] == {
+        "Flip@1": flip["Flip@1"],
+        "RRstd": flip["Mean RRstd"],
+        "Deg@20": deg["Deg@20"],
+        "MRRdeg": deg["MRRdeg"],
+        "R@10": None,
+    }
+    # the console table: ours and the paper's side by side
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    assert rows["retriever"] == ["retriever", "paper", "system"] + ["Flip@1", "paper", "RRstd",
+        "paper", "Deg@20", "paper", "MRRdeg", "paper", "R@10", "paper"]  # fmt: skip
+    assert rows["graded"] == ["graded", "--", "100.00", "--", "25.00", "--", "50.00", "--",
+                              "50.00", "--", "83.33", "--"]  # fmt: skip
+    assert rows["bm25"][1:4] == [
+        "BM25",
+        f"{bm25['values'][D]['Flip@1']['value']:.2f}",
+        f"{flip['Flip@1']:.2f}",
+    ]
+    assert "PQB summary, in percent, on Musical_Instruments" in out
+
+
+def test_empty_run_allowed_says_no_results(files, capsys, tmp_path):
+    other = "Copy_Of_MI"  # a second domain: the same files under another name
+    byo.write_catalogue(tmp_path / f"meta_{other}.jsonl")
+    byo.write_released(tmp_path / f"released_{other}.json")
+    (tmp_path / f"m_{D}.run").write_text(byo.graded_run(_kept()))
+    (tmp_path / f"m_{other}.run").write_text("")
+    run = "m=" + _pattern(tmp_path / f"m_{D}.run")
+    argv = _argv(files, files["released"], "--unknown-products", "drop", "--catalog", "bm25",
+                 "--run", run, "--allow-empty-run")  # fmt: skip
+    argv[1:2] = [D, other]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert f"m {other}: the run has no lines: no results" in captured.err
+    out = files["out"]
+    summary = json.loads((out / "summary.json").read_text())
+    mine = next(r for r in summary["retrievers"] if r["name"] == "m")
+    assert mine["values"][other] == "no results" and mine["values"]["Average"] == "no results"
+    assert mine["values"][D]["Flip@1"]["value"] == byo.GRADED["Flip@1"]
+    row = next(line for line in captured.out.splitlines() if line.startswith("m "))
+    assert row.split("  ")[0] == "m" and row.count("no results") == 5 and "0.00" not in row
+    frame = pd.read_csv(out / "summary.csv").set_index(["retriever", "domain", "metric"])
+    assert frame.loc[("m", other, "Flip@1"), "value"] != frame.loc[("m", other, "Flip@1"), "value"]
+    assert frame.loc[("m", D, "Flip@1"), "value"] == 1.0
+    tex = (out / "table_flip_rrstd.tex").read_text()
+    assert "m & External & 1 & -- & -- & -- & -- & -- \\\\" in tex
+    tests = pd.read_csv(out / "significance.csv")
+    assert not tests[tests["domain"].isin([other, "Average"])].size
+    assert set(tests["domain"]) == {D}
+
+
+def test_class_module_in_the_current_folder(files, tmp_path, monkeypatch):
+    (tmp_path / "my_own_retriever.py").write_text(byo.OWN_MODULE)
+    monkeypatch.chdir(tmp_path)
+    here = str(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if os.path.abspath(p or ".") != here])
+    monkeypatch.delitem(sys.modules, "my_own_retriever", raising=False)
+    argv = _argv(files, files["released"], "--unknown-products", "drop",
+                 "--class", "mine=my_own_retriever:Mine")  # fmt: skip
+    try:
+        assert main(argv) == 0
+    finally:
+        sys.modules.pop("my_own_retriever", None)
+    meta = json.loads((files["out"] / "meta" / "mine.json").read_text())
+    assert meta["class"] == "my_own_retriever:Mine" and meta["family"] == "lexical"
+
+
+def test_class_module_not_found_says_where_it_looked(files, capsys):
+    argv = _argv(files, files["released"], "--unknown-products", "drop",
+                 "--class", "x=no_such_module_here:X")  # fmt: skip
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--class x: cannot import module 'no_such_module_here'" in err
+    assert f"looked up in the current folder, {os.getcwd()}" in err and "Traceback" not in err
+
+
+def test_download_policy(monkeypatch):
+    for name in OFFLINE_VARIABLES:
+        monkeypatch.setenv(name, "0")
+    section = {"allow_download": False}
+    download_policy(False, section)  # the default: offline only, forced
+    assert {os.environ[n] for n in OFFLINE_VARIABLES} == {"1"} and not section["allow_download"]
+    for name in OFFLINE_VARIABLES:
+        monkeypatch.setenv(name, "0")
+    download_policy(True, section)  # --allow-download: the environment as it is
+    assert {os.environ[n] for n in OFFLINE_VARIABLES} == {"0"} and section["allow_download"]
+
+
+def test_uncached_hub_model_names_allow_download(files, capsys):
+    argv = _argv(files, files["released"], "--unknown-products", "drop",
+                 "--st-model", "e5=example-org/no-such-model-cached")  # fmt: skip
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--st-model e5: model 'example-org/no-such-model-cached' is not in the local" in err
+    assert "(or pass --allow-download)" in err and "Traceback" not in err
+    assert os.environ["HF_HUB_OFFLINE"] == "1"

@@ -1,8 +1,12 @@
 """Load, default-fill and validate the workflow configuration.
 
 The schema lives in ``config/schema/*.schema.yaml`` (one file per stage, merged in name
-order). Every key documents its type, default and meaning; unknown keys and wrong types stop
-the run with a message naming the key and, when the config came from a file, its line.
+order). The package reads it, the default config (``config/config.yaml``) and the papers'
+results (``config/paper_results/``) as package data with :mod:`importlib.resources`
+(:data:`RESOURCES`: links to ``config/`` in a checkout, copies of those files in a built
+wheel), so an installed package needs no checkout. Every key documents its type, default and
+meaning; unknown keys and wrong types stop the run with a message naming the key and, when
+the config came from a file, its line.
 
 Refused beyond what JSON Schema says: a key given twice in one YAML mapping (YAML keeps the
 last silently); a float where an integer belongs (``7.0``: JSON Schema would accept it);
@@ -21,14 +25,23 @@ import copy
 import hashlib
 import json
 from collections.abc import Mapping
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import yaml
 
+#: The checkout's root (meaningful when the package runs from a clone, as the workflow does).
 REPO_ROOT = Path(__file__).resolve().parents[3]
-SCHEMA_DIR = REPO_ROOT / "config" / "schema"
+#: The package data: ``personalir/_resources/{schema,config.yaml,paper_results}``.
+RESOURCES = resources.files("personalir") / "_resources"
+SCHEMA_DIR = RESOURCES / "schema"
+#: The embedded default configuration (``config/config.yaml`` of the checkout).
+DEFAULT_CONFIG = RESOURCES / "config.yaml"
+#: The papers' reported results, as data (``config/paper_results/`` of the checkout).
+PAPER_RESULTS = RESOURCES / "paper_results"
 
 
 class ConfigError(ValueError):
@@ -68,9 +81,13 @@ _SOURCE_FOLDERS = frozenset(
 )
 
 
-def load_schema(schema_dir: str | Path = SCHEMA_DIR) -> dict:
+def load_schema(schema_dir: str | Path | Traversable = SCHEMA_DIR) -> dict:
     """Merge the per-stage schema files into one object schema."""
-    files = sorted(Path(schema_dir).glob("*.schema.yaml"))
+    folder = Path(schema_dir) if isinstance(schema_dir, str) else schema_dir
+    files = sorted(
+        (p for p in folder.iterdir() if p.name.endswith(".schema.yaml")) if folder.is_dir() else (),
+        key=lambda p: p.name,
+    )
     if not files:
         raise ConfigError(f"no schema files in {schema_dir}")
     merged: dict[str, Any] = {}

@@ -20,6 +20,7 @@ verifies them, naming the file when one fails.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import json
 import logging
@@ -322,3 +323,29 @@ def read_parquet_table(path: str | os.PathLike, **kwargs: Any):
 def read_json(path: str | os.PathLike) -> Any:
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)
+
+
+class InputDecodeError(ValueError):
+    """An input text file is not valid UTF-8; the message names the file and the byte offset."""
+
+
+def utf8_error(path: str | os.PathLike) -> InputDecodeError:
+    """The error of a text input that failed to decode: its file, the byte offset of the first
+    invalid byte (of the decompressed text for a ``.gz`` file) and that byte's line.
+
+    Readers call it when decoding raised, so that the message names the file, which Python's
+    ``UnicodeDecodeError`` does not: ``raise utf8_error(path) from None``."""
+    raw = Path(path).read_bytes()
+    of = ""
+    if str(path).endswith(".gz"):
+        raw, of = gzip.decompress(raw), " (of the decompressed text)"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        bad = raw[exc.start : exc.end].hex(" ")
+        return InputDecodeError(
+            f"{path}: byte offset {exc.start}{of}: not valid UTF-8 ({exc.reason}: byte(s) "
+            f"{bad}, on line {line}); save the file as UTF-8"
+        )
+    return InputDecodeError(f"{path}: not valid UTF-8")

@@ -115,16 +115,39 @@ def code_version(
     return {"git_commit": commit, "git_dirty": dirty, "code_sha256": digest.hexdigest()}
 
 
+#: The extra of pyproject.toml that holds everything the workflow runs.
+WORKFLOW_EXTRA = "workflow"
+
+
+def workflow_requirements(requires: Iterable[str], distribution: str) -> list[str]:
+    """Names of the base requirements and of those of :data:`WORKFLOW_EXTRA` and the extras it
+    names (``personalir[eval,models]``), from a distribution's ``Requires-Dist`` lines."""
+    parsed = []
+    for req in requires:
+        name = re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0]
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", req)
+        named = re.match(r"[^\[;]*\[([^\]]*)\]", req)
+        wanted = set(named.group(1).replace(" ", "").split(",")) if named else set()
+        parsed.append((name, extra.group(1) if extra else None, wanted))
+    extras, grown = {WORKFLOW_EXTRA}, True
+    while grown:  # the extras the workflow's extra names, and theirs
+        before = len(extras)
+        for name, extra, wanted in parsed:
+            if name == distribution and extra in extras:
+                extras |= wanted
+        grown = len(extras) > before
+    return [n for n, extra, _ in parsed if n != distribution and extra in (None, *extras)]
+
+
 def package_versions(distribution: str = "personalir") -> dict[str, str]:
-    """Versions of the project's pinned direct dependencies (plus the project and Python)."""
+    """Versions of the project's pinned direct dependencies, those of the workflow's extra
+    included (plus the project and Python)."""
     versions = {"python": sys.version.split()[0]}
     names: list[str] = []
     try:
         versions[distribution] = importlib.metadata.version(distribution)
-        for req in importlib.metadata.requires(distribution) or []:
-            if "extra ==" in req:
-                continue
-            names.append(re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0])
+        requires = importlib.metadata.requires(distribution) or []
+        names = workflow_requirements(requires, distribution)
     except importlib.metadata.PackageNotFoundError:
         pass
     names.append("snakemake")

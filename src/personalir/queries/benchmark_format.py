@@ -27,6 +27,9 @@ The older release (``released-v0``) has one query per record, ``{asin, uid, quer
 JSON list or as JSONL; :func:`read_released` recognises either shape (a JSON object is the
 current format, anything else the older one) and turns the older one into the current one
 with ``typo_query: null``.
+
+Reading refuses a key given twice in one JSON object (JSON would keep only the last, silently)
+and names a file that is not UTF-8 with the byte offset of its first invalid byte.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from personalir.common.io import write_json, write_jsonl
+from personalir.common.io import utf8_error, write_json, write_jsonl
 
 FIELDS = (
     "query_id",
@@ -106,18 +109,85 @@ def check_pairs(records: list[dict], source: str = "benchmark") -> None:
             raise BenchmarkFormatError(f"{source}: pair {pair_id!r} mixes products")
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object gives a key twice (raised while parsing; readers name file and line)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """``object_pairs_hook`` of every reader: a key given twice is an error, not the last."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(key)
+        out[key] = value
+    return out
+
+
+def duplicate_key_message(where: str, key: str) -> str:
+    return (
+        f"{where}: key {key!r} is given twice in one JSON object (JSON would keep only the "
+        "last): delete one"
+    )
+
+
+def first_duplicate_key(text: str) -> tuple[int, str] | None:
+    """(line, key) of the first key given twice in one object of a JSON text, in document
+    order (found by walking the text, so that a whole-file JSON error names its line)."""
+    decoder = json.JSONDecoder()
+    space = json.decoder.WHITESPACE
+
+    def skip(pos: int) -> int:
+        return space.match(text, pos).end()
+
+    def walk(pos: int) -> tuple[int, tuple[int, str] | None]:
+        opener = text[pos]
+        if opener not in "{[":
+            return decoder.scan_once(text, pos)[1], None
+        closer, keys, pos = "}" if opener == "{" else "]", set(), skip(pos + 1)
+        while text[pos] != closer:
+            if opener == "{":
+                key, after = json.decoder.scanstring(text, pos + 1)
+                if key in keys:
+                    return pos, (text.count("\n", 0, pos) + 1, key)
+                keys.add(key)
+                pos = skip(skip(after) + 1)  # past the colon
+            pos, found = walk(pos)
+            if found:
+                return pos, found
+            pos = skip(pos)
+            if text[pos] == ",":
+                pos = skip(pos + 1)
+        return pos + 1, None
+
+    try:
+        return walk(skip(0))[1]
+    except (ValueError, IndexError, StopIteration):
+        return None
+
+
+def _loads(text: str, where: str) -> Any:
+    """``json.loads`` refusing duplicate keys; ``where`` names the line (``file:line``)."""
+    try:
+        return json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKeyError as exc:
+        raise BenchmarkFormatError(duplicate_key_message(where, exc.args[0])) from None
+
+
 def read_benchmark(path: str | Path) -> list[dict]:
     path = Path(path)
     records = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                raise BenchmarkFormatError(f"{path}:{lineno}: blank line")
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BenchmarkFormatError(f"{path}:{lineno}: invalid JSON: {exc}") from None
-            records.append(validate_record(rec, f"{path}:{lineno}"))
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    raise BenchmarkFormatError(f"{path}:{lineno}: blank line")
+                try:
+                    rec = _loads(line, f"{path}:{lineno}")
+                except json.JSONDecodeError as exc:
+                    raise BenchmarkFormatError(f"{path}:{lineno}: invalid JSON: {exc}") from None
+                records.append(validate_record(rec, f"{path}:{lineno}"))
+    except UnicodeDecodeError:
+        raise utf8_error(path) from None
     check_pairs(records, str(path))
     return records
 
@@ -175,9 +245,16 @@ def read_released(path: str | Path, query_format: str = "released") -> tuple[dic
     if query_format not in RELEASED_FORMATS:
         raise ValueError(f"query format {query_format!r} not in {RELEASED_FORMATS}")
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(text)
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise utf8_error(path) from None
+    try:
+        data = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKeyError as exc:
+        line, key = first_duplicate_key(text) or (None, exc.args[0])
+        where = f"{path}:{line}" if line else str(path)
+        raise BenchmarkFormatError(duplicate_key_message(where, key)) from None
     except json.JSONDecodeError as exc:
         data = _jsonl_records(path, text, exc)
     if isinstance(data, dict) and isinstance(data.get("query"), str) and "asin" in data:
@@ -203,7 +280,7 @@ def _jsonl_records(path: Path, text: str, whole_error: json.JSONDecodeError) -> 
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            records.append(_loads(line, f"{path}:{lineno}"))
         except json.JSONDecodeError as exc:
             if lineno == 1:  # not JSONL either: report the whole-file error
                 raise BenchmarkFormatError(f"{path}: invalid JSON: {whole_error}") from None

@@ -55,12 +55,12 @@ import pandas as pd
 import yaml
 
 from personalir.common.claims import NAN, record
-from personalir.common.config import REPO_ROOT
+from personalir.common.config import PAPER_RESULTS
 from personalir.common.io import read_json
 from personalir.common.registry import Registry
-from personalir.retrieval.base import RETRIEVERS
+from personalir.retrieval.base import PAPER_SYSTEMS, RETRIEVERS
 
-PQB_YAML = REPO_ROOT / "config" / "paper_results" / "pqb.yaml"
+PQB_YAML = PAPER_RESULTS / "pqb.yaml"
 #: The domain of a table's equal-weight average rows (as retrieval.summary.AVERAGE).
 AVERAGE = "Average"
 RESULT_KEYS = ("id", "table", "status", "measured", "margin", "ci_low", "ci_high", "text", "detail")
@@ -72,12 +72,6 @@ TABLE_FILES |= {"effectiveness": "retrieval/table_effectiveness.csv"}
 TABLE_FILES |= {"ratings": "validation/ratings.csv", "agreement": "validation/agreement.csv"}
 TABLE_FILES |= {"attribution": "syntax/attribution.csv"}
 TABLE_FILES |= {"error_sampling": "errors/sampling_eval.csv"}
-#: The paper's retrieval systems -> (family, retriever type; None: any type of the family).
-PAPER_SYSTEMS = {"BM25": ("lexical", None), "SPLADE": ("learned_sparse", None)}
-PAPER_SYSTEMS |= {"GTE-base": ("dense", None), "BGE-M3 Hybrid": ("hybrid", None)}
-PAPER_SYSTEMS |= {"ColBERTv2": ("late_interaction", None)}
-PAPER_SYSTEMS |= {"Llama-3.1-8B": ("llm_reranker", "llm_prompt")}
-PAPER_SYSTEMS |= {"Qwen3-Reranker-8B": ("llm_reranker", "llm_yesno")}
 #: Our ids of the paper's attribution models (not the eigenpair fit, which the paper lacks).
 PAPER_MODELS = ("single_embedding_cosine", "shared_isotropic_gaussian", "user_diagonal_gaussian")
 PAPER_MODELS += ("von_mises_fisher", "rank_two_diagonal_gaussian", "knn")
@@ -204,7 +198,6 @@ def stand_ins(config: Mapping, table: pd.DataFrame | None = None) -> dict[str, S
     """The paper's systems -> the retrievers standing in: of the system's family (rerankers:
     and ``type``; family from ``table``, else the registry's for the ``type``), in ``use`` order,
     those ``table`` has; of several, the label starting with the paper's name, else the first."""
-
     retrieval = config.get("retrieval") or {}
     entries = {n: e or {} for n, e in (retrieval.get("retrievers") or {}).items()}
     names = list(retrieval.get("use") or entries)

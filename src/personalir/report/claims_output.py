@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from personalir.common.claims import NAN, STATUSES
-from personalir.common.config import REPO_ROOT, ConfigError, deep_merge, validate_config
+from personalir.common.config import DEFAULT_CONFIG, ConfigError, deep_merge, validate_config
 from personalir.common.io import atomic_open
 from personalir.report.claims import CSV_COLUMNS, PQB_YAML, evaluate_all
 
@@ -81,7 +81,7 @@ def read_config(paths: Sequence[str | Path]) -> dict:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results_dir", type=Path)
-    ap.add_argument("--config", nargs="+", default=[REPO_ROOT / "config" / "config.yaml"])
+    ap.add_argument("--config", nargs="+", default=[DEFAULT_CONFIG])
     ap.add_argument("--paper", type=Path, default=PQB_YAML, help="the PQB paper-results YAML")
     ap.add_argument("--csv", type=Path, help="default: <results_dir>/report/claims.csv")
     ap.add_argument("--md", type=Path, help="default: <results_dir>/report/claims.md")

@@ -12,5 +12,8 @@ Modules, in the order the data flows through them:
 ``stats``         bootstrap confidence intervals and paired randomisation tests
 ``pipeline``      what a workflow rule (or the bring-your-own CLI) runs end to end
 ``tables``        the paper's tables (CSV + LaTeX) and ``figures``
-``evaluate``      ``python -m personalir.retrieval.evaluate``: bring your own run, model or class
+``evaluate``      ``pqb-evaluate`` (``python -m personalir.retrieval.evaluate``): bring your own
+                  run, model or class; ``export-queries`` writes the query ids and texts
+``byo`` ...       its helpers: ``byo`` (corpus from meta, inputs, query export), ``byo_args``
+                  (the command lines), ``byo_summary`` (the console table and summary.json)
 """

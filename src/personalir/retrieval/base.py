@@ -42,8 +42,24 @@ FAMILIES = (
     "llm_reranker",
     "external",
 )
+#: The PQB paper's retrieval systems (its tables' rows, as named in
+#: ``config/paper_results/pqb.yaml``) -> (family, retriever type; None: any type of the family).
+#: A retriever of that family (and type) stands in for the system beside the paper's values.
+PAPER_SYSTEMS = {"BM25": ("lexical", None), "SPLADE": ("learned_sparse", None)}
+PAPER_SYSTEMS |= {"GTE-base": ("dense", None), "BGE-M3 Hybrid": ("hybrid", None)}
+PAPER_SYSTEMS |= {"ColBERTv2": ("late_interaction", None)}
+PAPER_SYSTEMS |= {"Llama-3.1-8B": ("llm_reranker", "llm_prompt")}
+PAPER_SYSTEMS |= {"Qwen3-Reranker-8B": ("llm_reranker", "llm_yesno")}
 
 Ranking = dict[str, list[tuple[str, float]]]
+
+
+def paper_system(family: str | None, type_: str | None) -> str | None:
+    """The paper's system a retriever of ``family`` and ``type_`` stands in for, if any."""
+    for paper, (fam, typ) in PAPER_SYSTEMS.items():
+        if family == fam and typ in (None, type_):
+            return paper
+    return None
 
 
 class RetrieverConfigError(ValueError):

@@ -1,10 +1,14 @@
 """Bring your own retriever: evaluate it on PQB queries with the paper's tables and figures.
 
-Installed as ``pqb-evaluate`` (the same as ``python -m personalir.retrieval.evaluate``).
+Installed as ``pqb-evaluate`` (the same as ``python -m personalir.retrieval.evaluate``); the
+``evaluate`` sub-command is the default, so ``pqb-evaluate evaluate --domains ...`` and
+``pqb-evaluate --domains ...`` are the same. ``pqb-evaluate export-queries`` first writes the
+query ids and texts to make a run file from (``pqb-evaluate export-queries --help``).
 Retrievers come five ways, mixable, evaluated side by side in the order given: ``--catalog``
 (a retriever of the config's catalogue), ``--retriever`` (a full entry as JSON), ``--run`` (a
 TREC run file made elsewhere), ``--st-model`` (any sentence-transformers model) and
-``--class`` (a class implementing the Retriever interface). For example::
+``--class`` (a class implementing the Retriever interface; its module is found in the
+current folder too). For example::
 
     pqb-evaluate \\
         --domains Baby_Products Video_Games \\
@@ -14,7 +18,7 @@ TREC run file made elsewhere), ``--st-model`` (any sentence-transformers model) 
         --catalog bm25 \\
         --retriever bm25_native='{"type": "bm25", "params": {"ties": "native"}}' \\
         --run mine='runs/{domain}.trec' \\
-        --st-model e5='intfloat/e5-base-v2' \\
+        --st-model e5='intfloat/e5-base-v2' --allow-download \\
         --class overlap='personalir.retrieval.examples:TermOverlapRetriever' \\
         --out byo_results
 
@@ -48,10 +52,20 @@ internal order; the BM25 retriever's ``ties: native`` parameter keeps bm25s' own
 ties broken by their rank column (personalir.retrieval.runio). The console says, per
 retriever and domain, how many retrieved targets tie another document's score.
 
+Input errors (a malformed run or query file, an unknown query or document id, a file that is
+not UTF-8, an empty query set, a key given twice in a JSON object, a missing file) stop the
+command with ``file:line: reason`` (``file: byte offset N: reason`` for a decoding error) and
+exit status 2. A run with no lines is an error too, unless ``--allow-empty-run``: then its
+rows say "no results", never 0.00 (an empty run misses every query, which Flip and Deg
+would score as perfectly robust). Models load offline unless ``--allow-download``.
+
 Settings: the metrics, bootstrap, significance, depth and the ``--catalog`` retrievers come
-from ``--config`` (default: config/config.yaml's ``retrieval`` section and seed; ``data`` for
-``--meta``). Writes under ``--out``: <Domain>/queries.jsonl and queries.report.json,
-<Domain>/<name>.run and .metrics.parquet, meta/<name>.json, summary.csv, significance.csv,
+from ``--config`` (default: the packaged config/config.yaml's ``retrieval`` section and seed;
+``data`` for ``--meta``). Prints a summary table (Flip@1, RRstd, Deg@20, MRRdeg, R@10 per
+retriever, in percent, the paper's values beside a retriever that stands in for one of its
+systems) and writes under ``--out``: summary.json (that table, every domain, the intervals),
+<Domain>/queries.jsonl and queries.report.json, <Domain>/<name>.run and .metrics.parquet,
+meta/<name>.json, summary.csv, significance.csv,
 table_{flip_rrstd,degradation,effectiveness}.csv/.tex (the effectiveness table gives every
 measure on the clean queries, on the error queries and on all, the CSV one row per subset),
 retrieval_flip_by_depth.pdf, retrieval_deg_ci.pdf.
@@ -62,24 +76,50 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
+import os
 import sys
+import tempfile
 from pathlib import Path
 
-from personalir.common.config import REPO_ROOT, validate_config
-from personalir.data.products import DOCUMENT_FIELDS, DocumentTemplate
-from personalir.queries.benchmark_format import RELEASED_FORMATS, read_benchmark
-from personalir.retrieval.base import RunSettings
-from personalir.retrieval.byo import corpus_document, corpus_from_meta, tied_targets
-from personalir.retrieval.corpus import FORMAT_NAMES
+import yaml
+
+from personalir.common.config import ConfigError, validate_config
+from personalir.common.io import read_json, utf8_error, write_json
+from personalir.common.models import ModelNotAvailableError
+from personalir.data.products import DocumentTemplate
+from personalir.queries.benchmark_format import read_benchmark
+from personalir.retrieval import byo_args
+from personalir.retrieval.base import RetrieverConfigError, RunSettings
+from personalir.retrieval.byo import (
+    InputError,
+    check_dropped_lines,
+    check_queries,
+    corpus_document,
+    dropped_ids,
+    prepare_inputs,
+    run_is_empty,
+    tied_targets,
+    write_query_export,
+)
+from personalir.retrieval.byo_args import (
+    PROG,
+    build_export_parser,
+    check_domains,
+    document_template,
+    export_format,
+    split_command,
+)
+from personalir.retrieval.byo_summary import (
+    blank_no_results,
+    build_summary,
+    drop_no_results,
+    format_table,
+    read_paper,
+)
+from personalir.retrieval.corpus import load_query_source
 from personalir.retrieval.figures import deg_ci, flip_by_depth
 from personalir.retrieval.metrics import MetricSettings
-from personalir.retrieval.pipeline import (
-    evaluate_runs,
-    import_run,
-    prepare_queries,
-    run_retriever,
-)
+from personalir.retrieval.pipeline import evaluate_runs, import_run, run_retriever
 from personalir.retrieval.summary import (
     SummarySettings,
     load_frames,
@@ -89,185 +129,91 @@ from personalir.retrieval.summary import (
 )
 from personalir.retrieval.tables import write_tables
 
-
-class _Entry(argparse.Action):
-    """Collect NAME=VALUE options of every kind into one ordered list."""
-
-    def __call__(self, parser, namespace, value, option_string=None):
-        if self.dest != "catalog":
-            name, sep, rest = value.partition("=")
-            if not sep or not name or not rest:
-                parser.error(f"{option_string} expects NAME=VALUE, got {value!r}")
-        else:
-            name, rest = value, value
-        entries = getattr(namespace, "entries", None) or []
-        if any(n == name for _, n, _ in entries):
-            parser.error(f"name {name!r} is given twice")
-        entries.append((self.dest, name, rest))
-        namespace.entries = entries
+#: What stops the command with exit status 2 and ``file:line: reason``, without a traceback:
+#: unreadable, malformed or inconsistent inputs. (A retriever's own code failing is not an
+#: input error: it keeps its traceback.)
+INPUT_ERRORS = (ValueError, OSError)
+#: Set to 1 unless ``--allow-download``: the hub libraries then never reach the network.
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+EMPTY_RUN_HINT = (
+    "pass --allow-empty-run to evaluate it as a retriever that found nothing (its rows then "
+    "say 'no results')"
+)
 
 
-DOMAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-DROP_HINT = "pass --unknown-products drop"
+class RetrieverFailed(RuntimeError):
+    """A retriever's own code raised (the cause, with its traceback, is chained)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="pqb-evaluate",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
-    ap.add_argument(
-        "--domains",
-        nargs="+",
-        required=True,
-        metavar="DOMAIN",
-        help="domains to evaluate, each substituted for {domain} in the paths "
-        "(e.g. Musical_Instruments, or a name of your own)",
-    )
-    corpus = ap.add_mutually_exclusive_group(required=True)
-    corpus.add_argument(
-        "--corpus",
-        metavar="PATH",
-        help="products.parquet per domain ({domain} in PATH): the retrieval corpus, e.g. "
-        "'results/data/{domain}/products.parquet'",
-    )
-    corpus.add_argument(
-        "--meta",
-        metavar="PATH",
-        help="Amazon Reviews 2023 meta JSONL(.gz) per domain ({domain} in PATH): the corpus "
-        "is built from it into <out>/<Domain>/products.parquet, e.g. "
-        "'data/meta_{domain}.jsonl.gz'",
-    )
-    ap.add_argument(
-        "--document-fields",
-        nargs="+",
-        choices=DOCUMENT_FIELDS,
-        metavar="FIELD",
-        help="with --meta: the meta fields of a product document, in order (one or more of "
-        f"{', '.join(DOCUMENT_FIELDS)}; default: the config's data.products.document.fields), "
-        "e.g. --document-fields title features details",
-    )
-    ap.add_argument(
-        "--document-separator",
-        metavar="TEXT",
-        help="with --meta: the text between a document's pieces, \\n and \\t read as newline "
-        "and tab (default: the config's, a space), e.g. --document-separator '\\n'",
-    )
-    ap.add_argument(
-        "--details-format",
-        metavar="FORMAT",
-        help="with --meta: how a details pair is written, with {key} and {value} (default: "
-        "the config's, '{key}: {value}'), e.g. --details-format '{key} = {value}'",
-    )
-    ap.add_argument(
-        "--document-terminator",
-        metavar="TEXT",
-        help="with --meta: appended to a piece not ending in . ! or ? ('' for nothing; "
-        "default: the config's, '.'), e.g. --document-terminator ''",
-    )
-    ap.add_argument(
-        "--queries",
-        required=True,
-        metavar="PATH",
-        help="query file per domain ({domain} in PATH), in --query-format, e.g. "
-        "'pqb_release/{domain}.json'",
-    )
-    ap.add_argument(
-        "--query-format",
-        choices=["benchmark", *RELEASED_FORMATS],
-        default="benchmark",
-        help="benchmark: this workflow's benchmark.jsonl; released: a released PQB file, "
-        "current or older format (recognised by shape); released-v0: only the older "
-        "{asin, uid, query} list/JSONL (default: %(default)s), e.g. --query-format released",
-    )
-    ap.add_argument(
-        "--unknown-products",
-        choices=["error", "drop"],
-        default="error",
-        help="queries whose product is not in the corpus: error stops and names them, drop "
-        "removes their pairs and says how many (default: %(default)s), e.g. "
-        "--unknown-products drop",
-    )
-    ap.add_argument(
-        "--out", required=True, metavar="DIR", help="output folder, e.g. --out byo_results"
-    )
-    ap.add_argument(
-        "--config",
-        default=str(REPO_ROOT / "config" / "config.yaml"),
-        metavar="YAML",
-        help="config whose retrieval section (metrics, bootstrap, significance, depth, "
-        "catalogue), seed and data section (for --meta) are used (default: %(default)s), "
-        "e.g. --config config/paper.yaml",
-    )
-    ap.add_argument(
-        "--label",
-        default="bring-your-own",
-        help="caption label of the tables (default: %(default)s), e.g. --label my-retriever",
-    )
-    ap.add_argument(
-        "--device",
-        default=None,
-        help="override retrieval.device (cpu, cuda, cuda:0, auto), e.g. --device cuda:0",
-    )
-    ap.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch threads of the retrievers (default: %(default)s), e.g. --threads 4",
-    )
-    for opt, metavar, help_ in (
-        (
-            "--run",
-            "NAME=PATH",
-            "a TREC run file per domain ({domain} in PATH), e.g. mine='runs/{domain}.trec'",
-        ),
-        (
-            "--st-model",
-            "NAME=MODEL",
-            "a sentence-transformers model (hub id or folder), e.g. e5='intfloat/e5-base-v2'",
-        ),
-        (
-            "--class",
-            "NAME=MODULE:CLASS",
-            "a class implementing the Retriever interface, e.g. "
-            "overlap='personalir.retrieval.examples:TermOverlapRetriever'",
-        ),
-        (
-            "--retriever",
-            "NAME=JSON",
-            "a full retriever entry, e.g. "
-            'bm25_native=\'{"type": "bm25", "params": {"ties": "native"}}\'',
-        ),
-        ("--catalog", "NAME", "a retriever of the config's retrieval.retrievers, e.g. bm25"),
-    ):
-        ap.add_argument(
-            opt,
-            action=_Entry,
-            dest=opt[2:].replace("-", "_"),
-            help=help_ + " (repeatable)",
-            metavar=metavar,
-        )
-    return ap
+    """The ``evaluate`` command line (its help text is this module's docstring)."""
+    return byo_args.build_parser(__doc__)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``pqb-evaluate [evaluate|export-queries] ...``; input errors exit with status 2."""
+    command, rest = split_command(sys.argv[1:] if argv is None else list(argv))
+    try:
+        if command == "export-queries":
+            return export_queries(rest)
+        return evaluate(rest)
+    except INPUT_ERRORS as exc:
+        print(f"{PROG}: error: {error_text(exc)}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def error_text(exc: BaseException) -> str:
+    """An input error as ``file[:line]: reason`` (OSErrors name their file themselves; a
+    config's errors, one per line, each with its file and line)."""
+    if isinstance(exc, OSError) and getattr(exc, "filename", None):
+        return f"{exc.filename}: {exc.strerror or exc}"
+    head, _, rest = str(exc).partition("\n")
+    if isinstance(exc, ConfigError) and rest:
+        return "\n".join(line.strip() for line in rest.splitlines())
+    return str(exc)
+
+
+def read_config(path: str) -> dict:
+    """The validated config of ``--config``; errors name the file and line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise utf8_error(path) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else path
+        raise InputError(f"{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    return validate_config(raw or {}, source=path, text=text)
+
+
+def download_policy(allow_download: bool, section: dict) -> None:
+    """Without ``--allow-download`` (or ``retrieval.allow_download: true``) models load
+    offline only: the hub variables are forced to 1. With it they are left as they are."""
+    if allow_download:
+        section["allow_download"] = True
+    if not section.get("allow_download"):
+        for name in OFFLINE_VARIABLES:
+            os.environ[name] = "1"
+
+
+def use_current_folder() -> None:
+    """Let ``--class MODULE:CLASS`` find MODULE in the current folder, as ``python -m`` does
+    (an installed console script's path starts at its own folder)."""
+    cwd = os.getcwd()
+    if cwd not in {os.path.abspath(p or os.curdir) for p in sys.path}:
+        sys.path.insert(0, cwd)
+
+
+def evaluate(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "entries", None):
         parser.error("give at least one of --run, --st-model, --class, --retriever, --catalog")
-    bad = [d for d in args.domains if not DOMAIN_NAME.match(d)]
-    if bad:
-        parser.error(
-            f"--domains: {bad[0]!r} is not a safe name (letters, digits, _ - . ; not starting "
-            "with _ - .)"
-        )
-    import yaml
-
-    raw = yaml.safe_load(Path(args.config).read_text(encoding="utf-8")) if args.config else {}
-    config = validate_config(raw or {}, source=args.config)
+    check_domains(parser, args.domains)
+    config = read_config(args.config)
     try:
         document = document_template(args, config)
     except ValueError as exc:
@@ -275,16 +221,15 @@ def main(argv: list[str] | None = None) -> int:
     section = config["retrieval"]
     if args.device:
         section["device"] = args.device
+    download_policy(args.allow_download, section)
     out = Path(args.out)
     domains = args.domains
-
-    def per_domain(pattern: str) -> list[str]:
-        return [str(pattern).format(domain=d) for d in domains]
-
-    try:
-        corpus, queries = prepare_inputs(args, config, out)
-    except (ValueError, OSError) as exc:  # unreadable or inconsistent inputs: no traceback
-        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    entries = [resolve_entry(parser, args, section, e) for e in args.entries]
+    for i, (_, name, entry) in enumerate(entries):
+        first = (entry.get("params") or {}).get("first_stage")
+        if first and first not in [n for _, n, _ in entries[:i]]:
+            parser.error(f"{name!r} needs its first stage {first!r} listed before it")
+    corpus, queries, reports = prepare_inputs(args, config, out)
     if document is None:  # a given corpus: its template where a report beside it says
         found = [corpus_document(path) for path in corpus]
         document = found[0] if found and all(f == found[0] for f in found) else None
@@ -294,16 +239,27 @@ def main(argv: list[str] | None = None) -> int:
         else {"built_from": "corpus", **(document or {"fields": None})}
     )
     settings = RunSettings.from_config(section, seed=config["seed"], threads=args.threads)
-    names = []
-    for kind, name, value in args.entries:
+    if any("class" in entry for _, _, entry in entries):
+        use_current_folder()
+    metric_settings = MetricSettings.from_config(section["metrics"])
+    names: list[str] = []
+    empty: set[tuple[str, str]] = set()
+    for kind, name, entry in entries:
         runs = [str(out / d / f"{name}.run") for d in domains]
         meta = out / "meta" / f"{name}.json"
         if kind == "run":
+            sources = [str(entry["path"]).format(domain=d) for d in domains]
+            empty |= check_empty_runs(name, domains, sources, args.allow_empty_run)
+            for d, source, report, query_path in zip(
+                domains, sources, reports, queries, strict=True
+            ):
+                if report["queries_dropped"]:
+                    check_dropped_lines(source, dropped_ids(args, d, query_path))
             import_run(
                 name=name,
-                entry={"path": value},
+                entry=entry,
                 domains=domains,
-                source_paths=per_domain(value),
+                source_paths=sources,
                 corpus_paths=corpus,
                 query_paths=queries,
                 run_paths=runs,
@@ -311,34 +267,26 @@ def main(argv: list[str] | None = None) -> int:
                 document=document_meta,
             )
         else:
-            if kind == "st_model":
-                entry = {"type": "dense", "model": value}
-            elif kind == "class":
-                entry = {"class": value}
-            elif kind == "retriever":
-                entry = json.loads(value)
-            else:
-                if name not in section["retrievers"]:
-                    raise SystemExit(f"--catalog {name!r} is not in {args.config}'s catalogue")
-                entry = section["retrievers"][name]
             first = (entry.get("params") or {}).get("first_stage")
-            if first and first not in names:
-                raise SystemExit(f"{name!r} needs its first stage {first!r} listed before it")
-            run_retriever(
-                name=name,
-                entry=entry,
-                settings=settings,
-                depth=section["depth"],
-                domains=domains,
-                corpus_paths=corpus,
-                query_paths=queries,
-                run_paths=runs,
-                meta_path=meta,
-                first_stage_paths=[str(out / d / f"{first}.run") for d in domains]
-                if first
-                else None,
-                document=document_meta,
+            run_model(
+                kind,
+                name,
+                entry,
+                dict(
+                    settings=settings,
+                    depth=section["depth"],
+                    domains=domains,
+                    corpus_paths=corpus,
+                    query_paths=queries,
+                    run_paths=runs,
+                    meta_path=meta,
+                    first_stage_paths=[str(out / d / f"{first}.run") for d in domains]
+                    if first
+                    else None,
+                    document=document_meta,
+                ),
             )
+            empty |= check_empty_runs(name, domains, runs, args.allow_empty_run)
         for d, run_path, query_path in zip(domains, runs, queries, strict=True):
             tied, found = tied_targets(run_path, read_benchmark(query_path))
             print(
@@ -353,18 +301,80 @@ def main(argv: list[str] | None = None) -> int:
             query_paths=queries,
             run_paths=runs,
             meta_path=meta,
-            settings=MetricSettings.from_config(section["metrics"]),
+            settings=metric_settings,
             out_paths=[str(out / d / f"{name}.metrics.parquet") for d in domains],
         )
         names.append(name)
+    write_results(args, section, config["seed"], names, out, empty)
+    return 0
+
+
+def resolve_entry(parser, args, section: dict, given: tuple) -> tuple[str, str, dict]:
+    """(kind, name, retriever entry) of one retriever option; a usage error names it."""
+    kind, name, value = given
+    if kind == "run":
+        return kind, name, {"path": value}
+    if kind == "st_model":
+        return kind, name, {"type": "dense", "model": value}
+    if kind == "class":
+        return kind, name, {"class": value}
+    if kind == "retriever":
+        try:
+            entry = json.loads(value)
+        except json.JSONDecodeError as exc:
+            parser.error(f"--retriever {name}: not valid JSON ({exc}): {value!r}")
+        if not isinstance(entry, dict):
+            parser.error(f"--retriever {name}: expected a JSON object, got {value!r}")
+        return kind, name, entry
+    if name not in section["retrievers"]:
+        parser.error(f"--catalog {name!r} is not in {args.config}'s catalogue")
+    return kind, name, section["retrievers"][name]
+
+
+OPTION = {"st_model": "--st-model", "class": "--class", "retriever": "--retriever"}
+OPTION["catalog"] = "--catalog"
+
+
+def run_model(kind: str, name: str, entry: dict, kwargs: dict) -> None:
+    """Run one retriever; its configuration and model errors are input errors naming its
+    option, anything its own code raises keeps the traceback."""
+    try:
+        run_retriever(name=name, entry=entry, **kwargs)
+    except (RetrieverConfigError, ModelNotAvailableError) as exc:
+        hint = ""
+        if "cannot import module" in str(exc):
+            hint = f" (modules are looked up in the current folder, {os.getcwd()}, and sys.path)"
+        elif isinstance(exc, ModelNotAvailableError):
+            hint = " (or pass --allow-download)"
+        raise InputError(f"{OPTION[kind]} {name}: {exc}{hint}") from None
+    except INPUT_ERRORS as exc:
+        raise RetrieverFailed(f"retriever {name!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def check_empty_runs(name: str, domains, paths, allowed: bool) -> set[tuple[str, str]]:
+    """The (retriever, domain) whose run has no lines; an input error unless ``allowed``."""
+    empty = set()
+    for domain, path in zip(domains, paths, strict=True):
+        if run_is_empty(path):
+            if not allowed:
+                raise InputError(f"{path}: the run of {name!r} has no lines; {EMPTY_RUN_HINT}")
+            print(f"{name} {domain}: the run has no lines: no results", file=sys.stderr)
+            empty.add((name, domain))
+    return empty
+
+
+def write_results(args, section: dict, seed: int, names, out: Path, empty) -> None:
+    """Summary, significance, the tables and figures, summary.json and the console table."""
+    domains = args.domains
     metrics = MetricSettings.from_config(section["metrics"])
-    stats = SummarySettings.from_config(section, seed=config["seed"])
+    stats = SummarySettings.from_config(section, seed=seed)
     frames = load_frames(
         {(n, d): str(out / d / f"{n}.metrics.parquet") for n in names for d in domains}
     )
-    summary = summarize(frames, names, domains, metrics, stats)
+    summary = blank_no_results(summarize(frames, names, domains, metrics, stats), empty)
     write_csv(out / "summary.csv", summary)
-    write_csv(out / "significance.csv", significance(frames, names, domains, metrics, stats))
+    tests = significance(frames, names, domains, metrics, stats)
+    write_csv(out / "significance.csv", drop_no_results(tests, empty))
     keys = ("flip_rrstd", "degradation", "effectiveness")
     write_tables(
         summary,
@@ -378,109 +388,59 @@ def main(argv: list[str] | None = None) -> int:
     fmt = section["figures"]["format"]
     flip_by_depth(summary, names, domains, metrics, str(out / f"retrieval_flip_by_depth.{fmt}"))
     deg_ci(summary, names, domains, metrics, str(out / f"retrieval_deg_ci.{fmt}"))
-    print(f"wrote {out}/summary.csv, tables and figures for {', '.join(names)}")
-    return 0
+    metas = {n: read_json(out / "meta" / f"{n}.json") for n in names}
+    content = build_summary(summary, names, domains, metrics, metas, empty, read_paper())
+    write_json(out / "summary.json", content)
+    print(format_table(content), end="")
+    print(f"wrote {out}/summary.json, summary.csv, tables and figures for {', '.join(names)}")
 
 
-DOCUMENT_OPTIONS = {
-    "document_fields": "fields",
-    "document_separator": "separator",
-    "details_format": "details",
-    "document_terminator": "terminator",
-}
-
-
-def _unescape(text: str) -> str:
-    """``\\n`` and ``\\t`` as newline and tab (a shell passes them as two characters)."""
-    return re.sub(r"\\([nt\\])", lambda m: {"n": "\n", "t": "\t", "\\": "\\"}[m.group(1)], text)
-
-
-def document_template(args: argparse.Namespace, config: dict) -> DocumentTemplate | None:
-    """With ``--meta``: the config's document template with the ``--document-*`` options
-    applied (written back into ``config``); None with ``--corpus`` (its documents exist)."""
-    given = {key: getattr(args, opt) for opt, key in DOCUMENT_OPTIONS.items()}
-    given = {k: v for k, v in given.items() if v is not None}
-    if not args.meta:
-        if given:
-            raise ValueError(
-                "--document-fields, --document-separator, --details-format and "
-                "--document-terminator need --meta (a --corpus file holds its documents)"
-            )
-        return None
-    for key in ("separator", "details", "terminator"):
-        if key in given:
-            given[key] = _unescape(given[key])
-    section = config["data"]["products"].setdefault("document", {})
-    section.update(given)
-    template = DocumentTemplate.from_config(section)
-    config["data"]["products"]["document"] = template.as_dict()
-    return template
-
-
-def prepare_inputs(args: argparse.Namespace, config: dict, out: Path) -> tuple[list, list]:
-    """Each domain's corpus (given, or built from ``--meta``) and checked queries; the
-    console gets one line per domain with the counts (what is evaluated, dropped and why)."""
-    domains = args.domains
-    if args.meta:
-        corpus = [str(out / d / "products.parquet") for d in domains]
-        for d in domains:
-            meta_path = args.meta.format(domain=d)
-            report = corpus_from_meta(
-                meta_path=meta_path, out_dir=out / d, data_section=config["data"]
-            )
-            template = DocumentTemplate.from_config(report["document"])
-            print(
-                f"{d}: corpus of {report['products']} products built from {meta_path} "
-                f"({report['ingest'].get('records_quarantined', 0)} records quarantined); "
-                f"document = {template.describe()}",
-                file=sys.stderr,
-            )
+def export_queries(argv: list[str]) -> int:
+    """``pqb-evaluate export-queries``: the query ids and texts of each domain, in TSV or
+    JSONL, as the evaluation will read them (with a corpus: exactly those it evaluates)."""
+    parser = build_export_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    check_domains(parser, args.domains)
+    fmt = export_format(parser, args)
+    config = read_config(args.config)
+    try:
+        document_template(args, config)
+    except ValueError as exc:
+        parser.error(str(exc))
+    records = {}
+    if args.corpus or args.meta:
+        with tempfile.TemporaryDirectory(prefix="pqb-export-") as tmp:
+            _, paths, _ = prepare_inputs(args, config, Path(tmp))
+            records = {d: read_benchmark(p) for d, p in zip(args.domains, paths, strict=True)}
     else:
-        corpus = [args.corpus.format(domain=d) for d in domains]
-        for d, path in zip(domains, corpus, strict=True):
-            found = corpus_document(path)
-            try:
-                told = DocumentTemplate.from_config(found).describe() if found else None
-            except (ValueError, TypeError):
-                told = f"as recorded beside it: {found}"
-            told = told or (
-                "as written in the file (no products.report.json beside it names its fields)"
+        for d in args.domains:
+            source = args.queries.format(domain=d)
+            found, _ = load_query_source(args.query_format, source, d)
+            check_queries(source, len(found), len(found))
+            other = [r for r in found if r["domain"] != d]
+            if other:
+                raise InputError(
+                    f"{source}: query {other[0]['query_id']!r} is of domain "
+                    f"{other[0]['domain']!r}, expected {d!r}"
+                )
+            records[d] = found
+    for d, found in records.items():
+        path = args.out.format(domain=d)
+        n, changed = write_query_export(path, found, fmt)
+        kinds = {k: sum(r["kind"] == k for r in found) for k in ("syntactic", "writing_error")}
+        unpaired = n - sum(kinds.values())
+        checked = "checked against the corpus" if args.corpus or args.meta else "all of the file"
+        print(
+            f"{d}: {n} queries ({kinds['syntactic']} syntactic, {kinds['writing_error']} "
+            f"writing-error, {unpaired} unpaired; {checked}) -> {path}"
+        )
+        if changed:
+            print(
+                f"{d}: {len(changed)} query texts hold a tab or a line break, written as a "
+                f"space in the TSV (e.g. {changed[0]}); --format jsonl keeps them as they are"
             )
-            print(f"{d}: corpus {path}; document = {told}", file=sys.stderr)
-    queries = [str(out / d / "queries.jsonl") for d in domains]
-    for i, d in enumerate(domains):
-        report = prepare_queries(
-            domain=d,
-            source=args.query_format,
-            source_path=args.queries.format(domain=d),
-            corpus_path=corpus[i],
-            unknown_products=args.unknown_products,
-            out_path=queries[i],
-            report_path=out / d / "queries.report.json",
-            drop_hint=DROP_HINT,
-        )
-        print(query_summary(report), file=sys.stderr)
-    return corpus, queries
-
-
-def query_summary(report: dict) -> str:
-    """The console line of a domain's queries: what is evaluated, what was dropped and why."""
-    kinds = report["queries_by_kind"]
-    line = (
-        f"{report['domain']}: {FORMAT_NAMES[report.get('query_format', 'benchmark')]} file, "
-        f"{report['queries']} of {report['queries_read']} queries evaluated "
-        f"({kinds.get('syntactic', 0)} syntactic, "
-        f"{kinds.get('writing_error', 0)} writing-error, {kinds.get('unpaired', 0)} unpaired "
-        "[effectiveness only]) on "
-        f"{report['products']} products"
-    )
-    for reason, n in (report.get("queries_dropped_by_reason") or {}).items():
-        by_kind = ", ".join(f"{c} {k}" for k, c in n["by_kind"].items())
-        line += (
-            f"; dropped {n['queries']} ({by_kind}): {reason.replace('_', ' ')} "
-            f"({n['products']} products)"
-        )
-    return line
+    return 0
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 Reading validates every line and names the file and line of the first problem: a wrong
 number of fields, a rank that is not a positive integer, a score that is not a finite
 number, a query id the benchmark does not have, a document id the corpus does not have, a
-rank or a document repeated within one query.
+rank or a document repeated within one query; a file that is not UTF-8 is named with the
+byte offset of its first invalid byte.
 
 Order within a query: by score, highest first, ties broken by the file's rank column. (The
 rank column of a valid file is unique per query, so the order is always defined; trec_eval
@@ -21,7 +22,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from personalir.common.io import atomic_open
+from personalir.common.io import atomic_open, utf8_error
 
 Ranking = dict[str, list[tuple[str, float]]]
 
@@ -61,8 +62,11 @@ def write_run_text(path: str | Path, text: str) -> None:
 
 
 def read_run_text(path: str | Path) -> str:
-    with _open_text(Path(path)) as fh:
-        return fh.read()
+    try:
+        with _open_text(Path(path)) as fh:
+            return fh.read()
+    except UnicodeDecodeError:
+        raise utf8_error(path) from None
 
 
 def _open_text(path: Path):
@@ -84,47 +88,52 @@ def read_run(
     entries: dict[str, list[tuple[float, int, str]]] = {}
     first_rank: dict[tuple[str, int], int] = {}
     first_doc: dict[tuple[str, str], int] = {}
-    with _open_text(path) as fh:
-        for lineno, line in enumerate(fh, 1):
-            where = f"{path}:{lineno}"
-            fields = line.split()
-            if not fields:
-                raise RunFormatError(f"{where}: blank line")
-            if len(fields) != 6:
-                raise RunFormatError(
-                    f"{where}: expected 6 fields 'qid Q0 docid rank score tag', got "
-                    f"{len(fields)}: {line.strip()[:80]!r}"
-                )
-            qid, _, doc_id, rank_s, score_s, _tag = fields
-            try:
-                rank = int(rank_s)
-            except ValueError:
-                raise RunFormatError(f"{where}: rank {rank_s!r} is not an integer") from None
-            if rank < 1:
-                raise RunFormatError(f"{where}: rank {rank} is not positive")
-            try:
-                score = float(score_s)
-            except ValueError:
-                raise RunFormatError(f"{where}: score {score_s!r} is not a number") from None
-            if not math.isfinite(score):
-                raise RunFormatError(f"{where}: score {score_s!r} is not finite")
-            if known_q is not None and qid not in known_q:
-                raise RunFormatError(f"{where}: unknown query id {qid!r} (not in the queries)")
-            if known_d is not None and doc_id not in known_d:
-                raise RunFormatError(f"{where}: unknown document id {doc_id!r} (not in the corpus)")
-            if (qid, rank) in first_rank:
-                raise RunFormatError(
-                    f"{where}: duplicate rank {rank} for query {qid!r} "
-                    f"(first at line {first_rank[(qid, rank)]})"
-                )
-            if (qid, doc_id) in first_doc:
-                raise RunFormatError(
-                    f"{where}: document {doc_id!r} listed twice for query {qid!r} "
-                    f"(first at line {first_doc[(qid, doc_id)]})"
-                )
-            first_rank[(qid, rank)] = lineno
-            first_doc[(qid, doc_id)] = lineno
-            entries.setdefault(qid, []).append((-score, rank, doc_id))
+    try:
+        with _open_text(path) as fh:
+            for lineno, line in enumerate(fh, 1):
+                where = f"{path}:{lineno}"
+                fields = line.split()
+                if not fields:
+                    raise RunFormatError(f"{where}: blank line")
+                if len(fields) != 6:
+                    raise RunFormatError(
+                        f"{where}: expected 6 fields 'qid Q0 docid rank score tag', got "
+                        f"{len(fields)}: {line.strip()[:80]!r}"
+                    )
+                qid, _, doc_id, rank_s, score_s, _tag = fields
+                try:
+                    rank = int(rank_s)
+                except ValueError:
+                    raise RunFormatError(f"{where}: rank {rank_s!r} is not an integer") from None
+                if rank < 1:
+                    raise RunFormatError(f"{where}: rank {rank} is not positive")
+                try:
+                    score = float(score_s)
+                except ValueError:
+                    raise RunFormatError(f"{where}: score {score_s!r} is not a number") from None
+                if not math.isfinite(score):
+                    raise RunFormatError(f"{where}: score {score_s!r} is not finite")
+                if known_q is not None and qid not in known_q:
+                    raise RunFormatError(f"{where}: unknown query id {qid!r} (not in the queries)")
+                if known_d is not None and doc_id not in known_d:
+                    raise RunFormatError(
+                        f"{where}: unknown document id {doc_id!r} (not in the corpus)"
+                    )
+                if (qid, rank) in first_rank:
+                    raise RunFormatError(
+                        f"{where}: duplicate rank {rank} for query {qid!r} "
+                        f"(first at line {first_rank[(qid, rank)]})"
+                    )
+                if (qid, doc_id) in first_doc:
+                    raise RunFormatError(
+                        f"{where}: document {doc_id!r} listed twice for query {qid!r} "
+                        f"(first at line {first_doc[(qid, doc_id)]})"
+                    )
+                first_rank[(qid, rank)] = lineno
+                first_doc[(qid, doc_id)] = lineno
+                entries.setdefault(qid, []).append((-score, rank, doc_id))
+    except UnicodeDecodeError:
+        raise utf8_error(path) from None
     return {qid: [d for _, _, d in sorted(rows)] for qid, rows in entries.items()}
 
 

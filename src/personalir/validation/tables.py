@@ -8,6 +8,7 @@ then that its numbers describe no people). Without human labels the human cells 
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,8 @@ from personalir.validation.dimensions import DIMENSIONS
 from personalir.validation.measures import MEASURES, label_shares, measures
 from personalir.validation.stage import csv_text, read_jsonl
 
-PAPER_RESULTS = Path(__file__).resolve().parents[3] / "config" / "paper_results" / "pqb.yaml"
+#: ``config/paper_results/pqb.yaml`` as package data (as personalir.common.config.PAPER_RESULTS).
+PAPER_RESULTS = resources.files("personalir") / "_resources" / "paper_results" / "pqb.yaml"
 #: Agreement rows in the paper's wording, by dimension.
 AGREEMENT_ROWS = {
     "naturalness": "Naturalness",
