@@ -106,7 +106,7 @@ benchmarks: setup
 clean-results:
 	rm -rf results/sample_world results/data results/report results/logs results/paper
 
-# --- Cluster and artifacts (README "Running on a SLURM cluster", "Fetching cached artifacts")
+# --- Cluster and artifacts (docs/cluster.md, docs/artifacts.md)
 .PHONY: fetch dvc-update cluster-setup slurm-up slurm-down
 
 # Sample-scale artifacts from the DVC remote, verified, with file times in pipeline order.

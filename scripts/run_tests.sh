@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command: lint, the README's rule graph, then the whole suite, which includes the
+# The test command: lint, the rule graph in docs/workflow.md, then the whole suite, which includes the
 # whole workflow on config/tiny.yaml (tests/integration/test_tiny_run.py, a few minutes; pass
 # -m "not tiny_run" to leave it out). pytest's exit code 5 ("no tests collected") is an error
 # here: a suite that runs nothing must not pass.
@@ -15,7 +15,7 @@ echo "== snakemake --lint"
 "$BIN/snakemake" --lint --cores 1 >/tmp/snakemake-lint.$$ 2>&1 || {
   cat /tmp/snakemake-lint.$$; rm -f /tmp/snakemake-lint.$$; exit 1; }
 rm -f /tmp/snakemake-lint.$$
-echo "== README rule graph"
+echo "== rule graph (docs/workflow.md)"
 "$BIN/python" scripts/rulegraph.py --check
 echo "== pytest"
 set +e

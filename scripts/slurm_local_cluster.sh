@@ -7,7 +7,7 @@
 #
 # Two partitions on the one node: `cpu` (default) and `gpu`; the GPU is fake (a GRES backed by
 # /dev/null), enough for the scheduler to route and account GPU requests. Needs root (apt,
-# daemons, /etc/slurm). No cgroups, no slurmdbd: see docs in README "Running on a SLURM cluster".
+# daemons, /etc/slurm). No cgroups, no slurmdbd: see docs/cluster.md.
 #
 # `up` refuses to touch a slurm.conf it did not write, and never stops a daemon it did not
 # start: pids of the daemons it started are kept in $STATE_DIR and checked before each kill.
