@@ -25,7 +25,7 @@ wildcard_constraints:
     ttp_set="|".join([*TTP_SETS, *TTP_PUBLIC, *TTP_PQB_SETS]),
     public="|".join(TTP_PUBLIC) or "(?!)",
     method="|".join(TTP_METHODS),
-    variant="dense|history_aware|decoupled",
+    variant="|".join(ttp_wf.DENSE_VARIANTS),
     rl_variant="|".join(TTP_RL_VARIANTS) or "(?!)",
     student_variant="|".join(ttp_wf.student_variants(config)) or "(?!)",
     hist_n="|".join(map(str, TTP_HISTORY_VALUES)) or "(?!)",

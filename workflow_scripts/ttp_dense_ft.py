@@ -8,6 +8,7 @@ from personalir.common.cli import (
     require_written,
     setup_logging,
 )
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
 from personalir.ttp.training.dense_ft import fine_tune_dense
 
 # The files of the fine-tuned model folder that the rule tracks.
@@ -16,7 +17,16 @@ OUTPUTS = {"model": "config.json", "weights": "model.safetensors"}
 
 def main() -> None:
     ap = parser(__doc__)
-    ap.add_argument("--variant", required=True, choices=["dense", "history_aware", "decoupled"])
+    ap.add_argument(
+        "--variant",
+        required=True,
+        choices=[
+            n
+            for n in PERSONAL_RETRIEVERS.names()
+            if (m := PERSONAL_RETRIEVERS.get(n).trained_model) and m.rule == "ttp_dense_ft"
+        ],
+        help="the method whose bi-encoder is trained (its class gives the training text)",
+    )
     ap.add_argument("--examples", nargs="+", required=True)
     ap.add_argument(
         "--rewrites", nargs="*", default=[], help="decoupled: the rewriter's rewrites per set"
@@ -31,8 +41,12 @@ def main() -> None:
     args = ap.parse_args()
     log = setup_logging("ttp_dense_ft")
     named = {name: getattr(args, name) for name in OUTPUTS}
+    method = PERSONAL_RETRIEVERS.get(args.variant)
     fine_tune_dense(
         variant=args.variant,
+        query_text=method.query_text,
+        uses_history=method.uses_history,
+        needs_rewrites=method.needs_rewrites,
         examples_paths=args.examples,
         items_paths=args.items,
         ttp=args.params,

@@ -93,8 +93,8 @@ def test_stage_outputs(ttp_run):
     assert (res / "ttp/backbone/config.json").exists()
     assert not (res / "ttp/backbone/model.safetensors").exists()
     assert not list((res / "ttp/dense").glob("*/model.safetensors"))
-    for method in ("bm25", "dense", "p_prf", "hyde", "history_aware", "decoupled", "ttp"):
-        lines = (res / f"ttp/Musical_Instruments/runs/{method}.trec").read_text().splitlines()
+    for run in sorted((res / "ttp/Musical_Instruments/runs").glob("*.trec")):
+        lines = run.read_text().splitlines()
         assert {line.split()[0] for line in lines} == {e["example_id"] for e in test}
     # Decoupled-Stage: a separate rewriter (token loss only, epoch chosen on validation by
     # the base bi-encoder) rewrote every example; its retriever trained on the rewrites and

@@ -195,9 +195,9 @@ def test_workflow_wires_the_teachers_adapter_the_sets_store_and_the_teachers_run
         "ttp_store": "res/ttp/S/cache",
     }
     inputs = wf.run_inputs(config, "ttp_cached", "S")
-    assert inputs["store"] == "res/ttp/S/cache/store.json"
+    assert inputs["ttp_store"] == "res/ttp/S/cache/store.json"
     assert inputs["encodings_from"] == "res/ttp/S/runs/ttp_rl.info.json"
-    assert inputs["adapter_weights"] == "res/ttp/rl/full/adapter/adapter_model.safetensors"
+    assert inputs["ttp_adapter_weights"] == "res/ttp/rl/full/adapter/adapter_model.safetensors"
     assert wf.serving_methods(config) == ["ttp_cached"]
     assert set(wf.teacher_inputs(config, "S")) == {
         "backbone",

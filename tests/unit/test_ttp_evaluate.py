@@ -135,8 +135,8 @@ def test_decoupled_reads_the_rewriter_and_its_own_retriever():
     assert run_models(config, "decoupled") == {"decoupled": "res/ttp/dense/decoupled"}
     inputs = run_inputs(config, "decoupled", "B")
     assert inputs == {
-        "decoupled_model": "res/ttp/dense/decoupled/config.json",
-        "decoupled_model_weights": "res/ttp/dense/decoupled/model.safetensors",
+        "decoupled": "res/ttp/dense/decoupled/config.json",
+        "decoupled_weights": "res/ttp/dense/decoupled/model.safetensors",
         "rewrites": "res/ttp/B/rewrites.json",
     }
     assert rewrites_option(inputs) == "--rewrites res/ttp/B/rewrites.json"
@@ -147,4 +147,4 @@ def test_decoupled_reads_the_rewriter_and_its_own_retriever():
     assert dense_ft_inputs(config, "dense") == {} and rewrites_option({}) == ""
     config["ttp"]["dense"]["fine_tune"] = False  # no fine-tuning: the base model, no folder
     assert run_models(config, "decoupled") == {"decoupled": "base"}
-    assert "decoupled_model" not in run_inputs(config, "decoupled", "B")
+    assert "decoupled" not in run_inputs(config, "decoupled", "B")

@@ -12,6 +12,7 @@ import torch
 from personalir.common.models import resolve_model
 from personalir.ttp.inputs.data import Example, HistoryEntry, Item, ItemCorpus, user_split
 from personalir.ttp.inputs.examples import cap_examples
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
 from personalir.ttp.model.backbone import (
     BackboneConfig,
     LoraSettings,
@@ -339,9 +340,11 @@ def test_decoupled_retriever_trains_on_the_rewrites(tmp_path, monkeypatch):
         threads=1,
         log=lambda *_: None,
     )
-    dense_ft.fine_tune_dense(
-        variant="decoupled", rewrites_paths=[tmp_path / "rewrites.json"], **common
+    decoupled = PERSONAL_RETRIEVERS.get("decoupled")
+    as_decoupled = dict(
+        variant="decoupled", query_text=decoupled.query_text, needs_rewrites=True, **common
     )
+    dense_ft.fine_tune_dense(rewrites_paths=[tmp_path / "rewrites.json"], **as_decoupled)
     train = [e for e in examples if e.split == "train"]
     want = ["capo" if e.example_id == "e01" else f"rw {e.query}" for e in train]
     assert seen["queries"] == want
@@ -349,15 +352,59 @@ def test_decoupled_retriever_trains_on_the_rewrites(tmp_path, monkeypatch):
     del rewrites["e03"]
     (tmp_path / "rewrites.json").write_text(json.dumps({"rewrites": rewrites}))
     with pytest.raises(ValueError, match="no rewrite of example 'e03'"):
-        dense_ft.fine_tune_dense(
-            variant="decoupled", rewrites_paths=[tmp_path / "rewrites.json"], **common
-        )
+        dense_ft.fine_tune_dense(rewrites_paths=[tmp_path / "rewrites.json"], **as_decoupled)
     with pytest.raises(ValueError, match="one rewrites file per examples file"):
-        dense_ft.fine_tune_dense(variant="decoupled", **common)
-    with pytest.raises(ValueError, match="only read by the decoupled variant"):
+        dense_ft.fine_tune_dense(**as_decoupled)
+    with pytest.raises(ValueError, match="reads no rewrites"):
         dense_ft.fine_tune_dense(
             variant="dense", rewrites_paths=[tmp_path / "rewrites.json"], **common
         )
+
+
+def test_history_aware_trains_on_its_own_query_text(tmp_path, monkeypatch):
+    """The training text is the method class's: History-Aware's serialised history, oldest
+    item first, then the query (golden strings by hand from _world's titles)."""
+    from personalir.ttp.inputs.data import write_examples
+    from personalir.ttp.training import dense_ft
+
+    corpus, examples = _world()
+    corpus.write(tmp_path / "items.parquet")
+    write_examples(tmp_path / "examples.jsonl", examples)
+    seen = {}
+
+    def fake_fine_tune(model, queries, items, ids, settings, out, *, validation, **kw):
+        seen.update(queries=list(queries))
+        return {"variant": kw["variant"]}
+
+    monkeypatch.setattr(dense_ft, "fine_tune", fake_fine_tune)
+    ttp = {
+        "items": {"fields": ["title"], "max_features": 0},
+        "dense": {"model": "m", "max_length": 32},
+        "selection": {"pool_size": None},
+    }
+    cls = PERSONAL_RETRIEVERS.get("history_aware")
+    dense_ft.fine_tune_dense(
+        variant="history_aware",
+        query_text=cls.query_text,
+        uses_history=True,
+        examples_paths=[tmp_path / "examples.jsonl"],
+        items_paths=[tmp_path / "items.parquet"],
+        ttp=ttp,
+        seed=1,
+        out_dir=tmp_path / "m",
+        report_out=tmp_path / "r.json",
+        threads=1,
+        log=lambda *_: None,
+    )
+    train = [e for e in examples if e.split == "train"]
+    want = [
+        cls.query_text(
+            e.query, [f"title: {corpus[i].title}" for i in e.selected_history or []], None, 32
+        )
+        for e in train
+    ]
+    assert seen["queries"] == want
+    assert all(q.startswith("history: ") and " [SEP] query: " in q for q in want)
 
 
 def test_embedder_is_scored_without_history_or_generation(backbone):

@@ -128,7 +128,8 @@ def _package_data_globs(stamp: tuple[str, int, int]) -> dict[str, tuple[str, ...
 
 def package_data(package: str, workdir: str | Path) -> list[Path]:
     """The data files ``package`` ships: those its ``pyproject.toml`` globs (and the ``"*"``
-    entry's) match under the package's folder in ``src/``, sorted."""
+    entry's) match under the package's folder in ``src/``, sorted; links to files outside
+    ``src/`` (the packaged config) left out."""
     workdir = Path(workdir)
     pyproject = workdir / PYPROJECT
     if not pyproject.is_file():
@@ -139,9 +140,21 @@ def package_data(package: str, workdir: str | Path) -> list[Path]:
         p
         for pattern in (*table.get(package, ()), *table.get("*", ()))
         for p in folder.glob(pattern)
-        if p.is_file() and "__pycache__" not in p.parts
+        if p.is_file() and "__pycache__" not in p.parts and not _outside(p, workdir / "src")
     }
     return sorted(found)
+
+
+def _outside(path: Path, src: Path) -> bool:
+    """Whether a packaged file is a link to a file outside ``src/``: the package's copies of
+    ``config/`` (the schema, the default config, the papers' results). Those are not code: a
+    rule reads its settings through its params and the papers' results as explicit inputs,
+    so a change to one of them reruns only the jobs that read it."""
+    try:
+        path.resolve().relative_to(src.resolve())
+    except ValueError:
+        return True
+    return False
 
 
 def code_deps(script: str, workdir: str | Path) -> list[str]:

@@ -39,82 +39,115 @@ def example_sets(config: Mapping) -> list[str]:
     return [d for d in config["domains"] if d in chosen]
 
 
-def dense_model_dir(results_dir: str, variant: str) -> str:
-    return f"{results_dir}/ttp/dense/{variant}"
+def trained_by(rule: str) -> list[str]:
+    """The registered methods whose own model ``rule`` trains (their ``trained_model``)."""
+    return [
+        name
+        for name in sorted(PERSONAL_RETRIEVERS.names())
+        if (model := method_class(name).trained_model) is not None and model.rule == rule
+    ]
+
+
+def _setting(ttp: Mapping, dotted: str):
+    section, key = dotted.split(".")
+    return ttp[section][key]
+
+
+def trained_folder(config: Mapping, role: str, method: str | None = None) -> str | None:
+    """The folder of the model that method ``role`` trains (its class's ``trained_model``,
+    the pattern filled with ``role`` as ``{name}`` and the other fields from the class of
+    ``method``, the method that loads it: a student variant names its own folder), or None
+    when the configuration uses an untrained model instead (``enabled_key`` false)."""
+    owner = method_class(role)
+    model = owner.trained_model
+    if model.enabled_key and not _setting(config["ttp"], model.enabled_key):
+        return None
+    reader = method_class(method or role)
+    fields = {k: getattr(reader, k, getattr(owner, k, None)) for k in ("variant", "adapter")}
+    return f"{config['results_dir']}/{model.folder.format(name=role, **fields)}"
 
 
 def dense_model(config: Mapping, variant: str) -> str:
     """The bi-encoder a dense baseline uses: the fine-tuned folder, or the base model."""
-    if config["ttp"]["dense"]["fine_tune"]:
-        return dense_model_dir(config["results_dir"], variant)
-    return config["ttp"]["dense"]["model"]
+    folder = trained_folder(config, variant)
+    if folder is None:
+        return _setting(config["ttp"], method_class(variant).trained_model.base_model_key)
+    return folder
+
+
+def _is_trained_role(role: str) -> bool:
+    return role in PERSONAL_RETRIEVERS and method_class(role).trained_model is not None
+
+
+# Roles that are no method's trained model: role -> (folder, the files of it that a run
+# depends on when the workflow builds it).
+def _builtin_role(config: Mapping, role: str, method: str, example_set: str | None):
+    res = config["results_dir"]
+    backbone = (f"{res}/ttp/backbone", ("config.json", "model.safetensors"))
+    if role == "generator":
+        generator = config["ttp"]["hyde"]["generator"]
+        return backbone if generator == "backbone" else (generator, None)
+    if role == "ttp_backbone":
+        return backbone
+    if role == "ttp_adapter":
+        return (
+            adapter_dir(res, method_adapter(config, method)),
+            ("adapter_config.json", "adapter_model.safetensors"),
+        )
+    if role == "ttp_store":
+        return cache_dir(res, example_set or "{ttp_set}"), ("store.json", "embeddings.parquet")
+    raise ValueError(f"{method}: unknown model role {role!r}")
+
+
+def role_model(config: Mapping, method: str, role: str, example_set: str | None = None):
+    """``(folder or model name, (config file, weights file) or None)`` of one of ``method``'s
+    model roles: a role named after a method with a trained model is that model (the files
+    when the workflow trains it), else one of the TTP model's roles (backbone, adapter,
+    HyDE's generator, the serving cache's store)."""
+    if _is_trained_role(role):
+        folder = trained_folder(config, role, method)
+        if folder is None:
+            return dense_model(config, role), None
+        return folder, method_class(role).trained_model.files
+    return _builtin_role(config, role, method, example_set)
 
 
 def run_inputs(config: Mapping, method: str, example_set: str) -> dict[str, str]:
     """Files the ``ttp_run`` job of ``method`` needs besides its examples and items.
 
-    Every model folder the workflow builds that the method's run is handed (see
-    :func:`run_models`), named by its config (kept) and its weights (a temporary output),
-    and the TTP run's rewrites when the method reads them.
+    For each model role the method loads that the workflow builds, its config file (kept)
+    and its weights (a temporary output); the TTP run's rewrites when the method reads them;
+    the run whose item encodings it reuses.
     """
     res = config["results_dir"]
-    used = set(run_models(config, method, example_set).values())
+    cls = method_class(method)
     out: dict[str, str] = {}
-
-    def add_if_used(name: str, folder: str, config_file: str, weights: str) -> None:
-        if folder in used:
-            out[name] = f"{folder}/{config_file}"
-            out[f"{name}_weights"] = f"{folder}/{weights}"
-
-    add_if_used("dense_model", dense_model_dir(res, "dense"), "config.json", "model.safetensors")
-    add_if_used(
-        "history_model", dense_model_dir(res, "history_aware"), "config.json", "model.safetensors"
-    )
-    add_if_used(
-        "decoupled_model", dense_model_dir(res, "decoupled"), "config.json", "model.safetensors"
-    )
-    if method_class(method).needs_rewrites:
+    for role in cls.model_roles:
+        folder, files = role_model(config, method, role, example_set)
+        if files is not None:
+            out[role] = f"{folder}/{files[0]}"
+            out[f"{role}_weights"] = f"{folder}/{files[1]}"
+    if cls.needs_rewrites:
         out["rewrites"] = rewrites_file(res, example_set)
-    add_if_used("backbone", f"{res}/ttp/backbone", "config.json", "model.safetensors")
     donor = encoding_donor(config, method)
     if donor:  # runs after the donor, whose item encodings it reads from the cache
         out["encodings_from"] = f"{res}/ttp/{example_set}/runs/{donor}.info.json"
-    if cache_dir(res, example_set) in used:
-        out["store"] = f"{cache_dir(res, example_set)}/store.json"
-        out["store_embeddings"] = f"{cache_dir(res, example_set)}/embeddings.parquet"
-    add_if_used(
-        "student_model",
-        student_dir(res, getattr(method_class(method), "variant", "full")),
-        "config.json",
-        "model.safetensors",
-    )
-    add_if_used(
-        "adapter",
-        adapter_dir(res, method_adapter(config, method)),
-        "adapter_config.json",
-        "adapter_model.safetensors",
-    )
-    for kind in FUSION_KINDS:
-        add_if_used(kind, fusion_dir(res, kind), "fusion.json", "fusion.safetensors")
     return out
 
 
-# The history-fusion baselines (personalir.ttp.training.fusion), one trained module each.
-FUSION_KINDS = ("uia", "maps")
-
-
-def fusion_dir(results_dir: str, kind: str) -> str:
-    """The folder of a history-fusion baseline's module (``uia`` or ``maps``)."""
-    return f"{results_dir}/ttp/fusion/{kind}"
+# The methods whose bi-encoder ttp_dense_ft fine-tunes, and the history-fusion baselines
+# (personalir.ttp.training.fusion), one trained module each: the rules' wildcards.
+DENSE_VARIANTS = tuple(trained_by("ttp_dense_ft"))
+FUSION_KINDS = tuple(trained_by("ttp_fusion"))
 
 
 def fusion_inputs(config: Mapping) -> dict[str, str]:
     """Inputs of ``ttp_fusion`` beyond the examples and items: the query-only dense
     bi-encoder's files when the workflow fine-tunes it (else a named model is read)."""
-    if not config["ttp"]["dense"]["fine_tune"]:
+    folder, files = role_model(config, "dense", "dense")
+    if files is None:
         return {}
-    folder = dense_model_dir(config["results_dir"], "dense")
-    return {"dense": f"{folder}/config.json", "dense_weights": f"{folder}/model.safetensors"}
+    return {"dense": f"{folder}/{files[0]}", "dense_weights": f"{folder}/{files[1]}"}
 
 
 def rewrites_file(results_dir: str, example_set: str) -> str:
@@ -123,9 +156,9 @@ def rewrites_file(results_dir: str, example_set: str) -> str:
 
 
 def dense_ft_inputs(config: Mapping, variant: str) -> dict[str, list[str]]:
-    """Inputs of ``ttp_dense_ft`` beyond the examples and items: the ``decoupled`` variant
-    trains on the rewriter's rewrites of every set."""
-    if variant != "decoupled":
+    """Inputs of ``ttp_dense_ft`` beyond the examples and items: a method that reads the
+    rewriter's rewrites (Decoupled-Stage) trains on the rewrites of every set."""
+    if not method_class(variant).needs_rewrites:
         return {}
     res = config["results_dir"]
     return {"rewrites": [rewrites_file(res, s) for s in example_sets(config)]}
@@ -213,26 +246,12 @@ def rl_threads(config: Mapping) -> int:
 
 
 def run_models(config: Mapping, method: str, example_set: str | None = None) -> dict[str, str]:
-    """Role -> model folder of a method's run; ``ttp_store`` (the cached serving method's
-    embedding store) is per example set."""
-    res = config["results_dir"]
-    models = {
-        "dense": dense_model(config, "dense"),
-        "history_aware": dense_model(config, "history_aware"),
-        "decoupled": dense_model(config, "decoupled"),
-        "uia": fusion_dir(res, "uia"),
-        "maps": fusion_dir(res, "maps"),
-        "generator": (
-            f"{res}/ttp/backbone"
-            if config["ttp"]["hyde"]["generator"] == "backbone"
-            else config["ttp"]["hyde"]["generator"]
-        ),
-        "ttp_backbone": f"{res}/ttp/backbone",
-        "ttp_adapter": adapter_dir(res, method_adapter(config, method)),
-        "student": student_dir(res, getattr(method_class(method), "variant", "full")),
-        "ttp_store": cache_dir(res, example_set or "{ttp_set}"),
+    """Role -> model folder (or name) of a method's run; ``ttp_store`` (the cached serving
+    method's embedding store) is per example set."""
+    return {
+        role: role_model(config, method, role, example_set)[0]
+        for role in method_class(method).model_roles
     }
-    return {role: models[role] for role in method_class(method).model_roles}
 
 
 def example_inputs(config: Mapping, example_set: str) -> dict[str, str]:
@@ -346,8 +365,10 @@ def relevance_pair_inputs(config: Mapping, example_set: str) -> dict[str, str]:
 
 # --------------------------------------------------------------------------- student
 def student_dir(results_dir: str, variant: str) -> str:
-    """The folder of one Table 8 variant's distilled student."""
-    return f"{results_dir}/ttp/student/{variant}"
+    """The folder of one Table 8 variant's distilled student (the student's trained model)."""
+    return f"{results_dir}/" + method_class("student").trained_model.folder.format(
+        name="student", variant=variant
+    )
 
 
 def student_variants(config: Mapping) -> list[str]:
@@ -396,8 +417,13 @@ def teacher_inputs(config: Mapping, example_set: str) -> dict[str, str]:
     ``ttp_teacher_rewrites`` generates and ``ttp_cache_store`` embeds with."""
     teacher = config["ttp"]["student"]["teacher"]
     teacher_adapter(config)  # a TTP method that writes rewrites, its adapter trained
-    keep = ("backbone", "backbone_weights", "adapter", "adapter_weights")
-    return {k: v for k, v in run_inputs(config, teacher, example_set).items() if k in keep}
+    names = {"ttp_backbone": "backbone", "ttp_adapter": "adapter"}  # the rules' input names
+    out = {}
+    for role, name in names.items():
+        for suffix in ("", "_weights"):
+            if (path := run_inputs(config, teacher, example_set).get(role + suffix)) is not None:
+                out[name + suffix] = path
+    return out
 
 
 def cache_store_models(config: Mapping) -> str:

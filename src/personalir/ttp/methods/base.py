@@ -77,6 +77,30 @@ class RetrievalContext:
         ]
 
 
+@dataclass(frozen=True)
+class TrainedModel:
+    """A model that a rule trains for one method: the folder under the results root that
+    holds it (``{name}`` and other class attributes in braces are filled from the method's
+    class) and the two files of it a run depends on (config, weights).
+
+    ``base_model_key``: a ``ttp`` config key (``section.key``) naming the untrained model that
+    is used instead when ``enabled_key`` (``section.key``) is false (the dense baselines'
+    ``dense.fine_tune``); None: always trained."""
+
+    rule: str
+    folder: str
+    files: tuple[str, str] = ("config.json", "model.safetensors")
+    enabled_key: str | None = None
+    base_model_key: str | None = None
+
+
+# The dense baselines' bi-encoders: fine-tuned by ``ttp_dense_ft`` when ``ttp.dense.fine_tune``,
+# one folder per method, else the untrained ``ttp.dense.model``.
+DENSE_FINE_TUNED = TrainedModel(
+    "ttp_dense_ft", "ttp/dense/{name}", enabled_key="dense.fine_tune", base_model_key="dense.model"
+)
+
+
 class PersonalRetriever:
     """A TTP method. Besides ``rank``, a subclass states what its run needs (read by
     :mod:`personalir.workflow.ttp` to build the ``ttp_run`` job, so no rule names a method):
@@ -91,6 +115,13 @@ class PersonalRetriever:
     ``needs_rewrites``  whether it reads the frozen rewriter's rewrites (``rewrites.json``)
     ``generates_text``  whether it generates with a causal LM (its job takes SFT's threads)
     ``table4_row``      whether it is a row of Table 4 (ablation variants are not)
+    ``trained_model``   the model of its own that a rule trains (a :class:`TrainedModel`);
+                        a role named after a method is that method's trained model
+    ``paper_rows``      the paper's row it gives per table (``table4`` ... ``figure5``; keys
+                        of ``config/paper_results/ttp.yaml``); the tables' layouts, Table 5's
+                        row order and Table 4's paper column are derived from these
+    ``stands_in_for``   a method whose ablation rows it takes when that one is not evaluated,
+                        with ``stand_in_label`` as the row's label
 
     and :meth:`params_from_config` builds its parameters from those sections.
     """
@@ -105,11 +136,25 @@ class PersonalRetriever:
     generates_text: ClassVar[bool] = False
     # Whether the method is a row of Table 4 (the ablations are rows of Tables 6 and 7).
     table4_row: ClassVar[bool] = True
+    trained_model: ClassVar[TrainedModel | None] = None
+    paper_rows: ClassVar[Mapping[str, str]] = {}
+    stands_in_for: ClassVar[str | None] = None
+    stand_in_label: ClassVar[str | None] = None
 
     @classmethod
     def params_from_config(cls, ttp: Mapping[str, Any]) -> dict[str, Any]:
         """The method's parameters from the ``ttp`` config (only ``config_keys`` sections)."""
         return {}
+
+    @classmethod
+    def query_text(
+        cls, query: str, history_texts: Sequence[str], rewrite: str | None, max_length: int
+    ) -> str:
+        """The text a bi-encoder of this method embeds for a search, in training and in its
+        runs alike: the query; a method with history (``uses_history``) gets the selected
+        history items' texts, one that reads rewrites (``needs_rewrites``) the frozen
+        rewriter's rewrite; ``max_length`` is the bi-encoder's length in word pieces."""
+        return query
 
     def __init__(self, context: RetrievalContext, params: Mapping[str, Any] | None = None):
         unknown = sorted(set(params or {}) - set(self.default_params))

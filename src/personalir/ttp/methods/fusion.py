@@ -5,16 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from personalir.ttp.methods.base import PERSONAL_RETRIEVERS, PersonalRetriever
-from personalir.ttp.model.bi_encoder import (
-    normalise as _normalise,
-)
-from personalir.ttp.model.bi_encoder import (
-    st_encode as _st_encode,
-)
-from personalir.ttp.model.bi_encoder import (
-    st_encoder as _st_encoder,
-)
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS, PersonalRetriever, TrainedModel
+from personalir.ttp.model.bi_encoder import normalise, st_encode, st_encoder
 from personalir.ttp.model.search import exact_search
 from personalir.ttp.training.fusion import fuse, load_fusion
 
@@ -22,15 +14,19 @@ from personalir.ttp.training.fusion import fuse, load_fusion
 class _FusionRetriever(PersonalRetriever):
     uses_history = True
     config_keys = ("fusion",)
+    # its attention module, trained by ttp_fusion over the query-only bi-encoder (role dense)
+    trained_model = TrainedModel(
+        "ttp_fusion", "ttp/fusion/{name}", files=("fusion.json", "fusion.safetensors")
+    )
 
     def rank(self, examples):
         dense = self.ctx.models["dense"]
         module, meta = load_fusion(self.ctx.models[self.name], dense)
-        enc = _st_encoder(dense, self.ctx.device)
-        items = _st_encode(enc, self.ctx.item_texts())
-        q = _st_encode(enc, [ex.query for ex in examples])
+        enc = st_encoder(dense, self.ctx.device)
+        items = st_encode(enc, self.ctx.item_texts())
+        q = st_encode(enc, [ex.query for ex in examples])
         hist = [
-            _st_encode(enc, self.ctx.history_texts(ex)).reshape(-1, items.shape[1])
+            st_encode(enc, self.ctx.history_texts(ex)).reshape(-1, items.shape[1])
             for ex in examples
         ]
         fused, gate = fuse(module, q, hist)
@@ -42,7 +38,7 @@ class _FusionRetriever(PersonalRetriever):
             self.info["mean_gate"] = [round(float(g), 4) for g in gate.mean(axis=0)]
         return exact_search(
             [ex.example_id for ex in examples],
-            _normalise(fused),
+            normalise(fused),
             self.ctx.corpus.ids,
             items,
             self.ctx.depth,
@@ -54,6 +50,7 @@ class UIA(_FusionRetriever):
     """UIA: the query attends over the history (see the module docstring)."""
 
     name, label = "uia", "UIA"
+    paper_rows = {"table4": "uia"}
     model_roles = ("dense", "uia")
 
 
@@ -62,4 +59,5 @@ class MAPsStyle(_FusionRetriever):
     """MAPs-style: a query-gated mixture of attention experts (see the module docstring)."""
 
     name, label = "maps", "MAPs-style"
+    paper_rows = {"table4": "maps", "table5": "maps_quoted"}
     model_roles = ("dense", "maps")

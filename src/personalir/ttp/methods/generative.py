@@ -11,6 +11,7 @@ import numpy as np
 from personalir.common.causal_lm import load_causal_lm
 from personalir.common.models import resolve_model
 from personalir.ttp.methods.base import (
+    DENSE_FINE_TUNED,
     PERSONAL_RETRIEVERS,
     PersonalRetriever,
     rank_texts,
@@ -25,6 +26,7 @@ class PersonalPRF(PersonalRetriever):
     name, label, uses_history = "p_prf", "P-PRF", True
     default_params = {"beta": 0.5}
     model_roles, config_keys = ("dense",), ("p_prf",)
+    paper_rows = {"table4": "p_prf"}
 
     @classmethod
     def params_from_config(cls, ttp):
@@ -58,6 +60,7 @@ class HyDE(PersonalRetriever):
     name, label = "hyde", "HyDE"
     default_params = {"max_new_tokens": 24, "batch_size": 16}
     model_roles, config_keys, generates_text = ("dense", "generator"), ("hyde",), True
+    paper_rows = {"table4": "hyde"}
 
     @classmethod
     def params_from_config(cls, ttp):
@@ -118,12 +121,18 @@ class HyDE(PersonalRetriever):
 
 @PERSONAL_RETRIEVERS.register("decoupled")
 class DecoupledStage(PersonalRetriever):
-    """The frozen rewriter's rewrite (``ctx.rewrites``, :mod:`personalir.ttp.training.decoupled`) as
-    the query of the bi-encoder trained on rewrites (role ``decoupled``); an empty rewrite
-    falls back to the query."""
+    """The frozen rewriter's rewrite (``ctx.rewrites``,
+    :mod:`personalir.ttp.training.decoupled`) as the query of the bi-encoder trained on
+    rewrites (role ``decoupled``); an empty rewrite falls back to the query."""
 
     name, label, uses_history = "decoupled", "Decoupled-Stage", True
     model_roles, needs_rewrites = ("decoupled",), True
+    trained_model = DENSE_FINE_TUNED
+    paper_rows = {"table4": "decoupled", "table5": "decoupled", "table6": "decoupled"}
+
+    @classmethod
+    def query_text(cls, query, history_texts, rewrite, max_length):
+        return rewrite or query
 
     def rank(self, examples):
         missing = [ex.example_id for ex in examples if ex.example_id not in self.ctx.rewrites]
@@ -132,7 +141,9 @@ class DecoupledStage(PersonalRetriever):
                 f"decoupled: no rewrite for {len(missing)} example(s), e.g. {missing[:3]}"
             )
         r = stage_retriever("dense", self.ctx.models["decoupled"], self.ctx)
-        texts = [self.ctx.rewrites[ex.example_id] or ex.query for ex in examples]
+        texts = [
+            self.query_text(ex.query, (), self.ctx.rewrites[ex.example_id], 0) for ex in examples
+        ]
         self.info["rewrites"] = {
             ex.example_id: {"rewrite": t} for ex, t in zip(examples, texts, strict=True)
         }

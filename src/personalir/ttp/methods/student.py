@@ -6,6 +6,7 @@ from __future__ import annotations
 from personalir.ttp.methods.base import (
     PERSONAL_RETRIEVERS,
     PersonalRetriever,
+    TrainedModel,
     rank_texts,
     stage_retriever,
 )
@@ -22,6 +23,7 @@ class Student(PersonalRetriever):
     model_roles = ("student",)
     table4_row = False
     variant: str = "full"
+    trained_model = TrainedModel("ttp_student", "ttp/student/{variant}")
 
     def rank(self, examples):
         r = stage_retriever("dense", self.ctx.models["student"], self.ctx)

@@ -22,6 +22,7 @@ class TTPRetriever(PersonalRetriever):
     """The TTP model: generate a rewrite, embed at ``<embed>``, exact search (see module doc)."""
 
     name, label, uses_history = "ttp", "TTP (SFT)", True
+    paper_rows = dict.fromkeys(("table4", "table5", "table6", "table7", "figure5"), "ttp_sft")
     model_roles, config_keys = ("ttp_backbone", "ttp_adapter"), ("inference", "sft")
     generates_text = True
     # Which adapter ``ttp_adapter`` names: the SFT one, or an RL variant's (``rl:<variant>``).
@@ -141,7 +142,9 @@ class TTPRetriever(PersonalRetriever):
         return items
 
 
-def _ttp_variant(name: str, label: str, adapter: str, intent_q: bool) -> type[TTPRetriever]:
+def _ttp_variant(
+    name: str, label: str, adapter: str, intent_q: bool, paper_rows: dict[str, str]
+) -> type[TTPRetriever]:
     cls = type(
         f"TTP_{name}",
         (TTPRetriever,),
@@ -151,6 +154,7 @@ def _ttp_variant(name: str, label: str, adapter: str, intent_q: bool) -> type[TT
             "adapter": adapter,
             "intent_q": intent_q,
             "table4_row": name == "ttp_rl",
+            "paper_rows": paper_rows,
             "__doc__": f"{label}: {TTPRetriever.__doc__}",
         },
     )
@@ -158,18 +162,48 @@ def _ttp_variant(name: str, label: str, adapter: str, intent_q: bool) -> type[TT
 
 
 # The paper's Table 6 and 7 rows: one registered method per RL variant of ``ttp.rl.variants``
-# (``ttp_rl`` is the ``full`` variant) and the two "w/o Intent-Q" retrievals.
+# (``ttp_rl`` is the ``full`` variant) and the two "w/o Intent-Q" retrievals, each with the
+# paper's row it gives per table.
+_ALL = ("table4", "table5", "table6", "table7", "figure5")
 RL_METHOD_VARIANTS = {
-    "ttp_rl": ("full", "TTP (SFT+RL)"),
-    "ttp_rl_no_dynamic_selection": ("no_dynamic_selection", "RL w/o dynamic selection"),
-    "ttp_rl_unfrozen_reward": ("unfrozen_reward", "RL, unfrozen reward model"),
-    "ttp_rl_no_positive_gain": ("no_positive_gain", "RL w/o positive gain (alpha = 0)"),
-    "ttp_rl_no_margin_gain": ("no_margin_gain", "RL w/o margin gain (beta = 0)"),
+    "ttp_rl": ("full", "TTP (SFT+RL)", dict.fromkeys(_ALL, "ttp_sft_rl")),
+    "ttp_rl_no_dynamic_selection": (
+        "no_dynamic_selection",
+        "RL w/o dynamic selection",
+        {"table6": "ttp_sft_rl_no_dynamic_selection", "table7": "rl_no_dynamic_selection"},
+    ),
+    "ttp_rl_unfrozen_reward": (
+        "unfrozen_reward",
+        "RL, unfrozen reward model",
+        {"table7": "rl_unfrozen_reward_model"},
+    ),
+    "ttp_rl_no_positive_gain": (
+        "no_positive_gain",
+        "RL w/o positive gain (alpha = 0)",
+        {"table7": "rl_no_positive_gain"},
+    ),
+    "ttp_rl_no_margin_gain": (
+        "no_margin_gain",
+        "RL w/o margin gain (beta = 0)",
+        {"table7": "rl_no_margin_gain"},
+    ),
 }
-for _name, (_variant, _label) in RL_METHOD_VARIANTS.items():
-    _ttp_variant(_name, _label, f"rl:{_variant}", True)
-_ttp_variant("ttp_no_intent_q", "TTP (SFT) w/o Intent-Q", "sft", False)
-_ttp_variant("ttp_rl_no_intent_q", "TTP (SFT+RL) w/o Intent-Q", "rl:full", False)
+for _name, (_variant, _label, _rows) in RL_METHOD_VARIANTS.items():
+    _ttp_variant(_name, _label, f"rl:{_variant}", True, _rows)
+_ttp_variant(
+    "ttp_no_intent_q",
+    "TTP (SFT) w/o Intent-Q",
+    "sft",
+    False,
+    dict.fromkeys(("table6", "figure5"), "ttp_sft_no_intent_q"),
+)
+_ttp_variant(
+    "ttp_rl_no_intent_q",
+    "TTP (SFT+RL) w/o Intent-Q",
+    "rl:full",
+    False,
+    dict.fromkeys(("table6", "figure5"), "ttp_sft_rl_no_intent_q"),
+)
 
 
 @PERSONAL_RETRIEVERS.register("llm_embedding")
@@ -182,3 +216,4 @@ class LLMEmbedding(TTPRetriever):
 
     name, label, uses_history = "llm_embedding", "LLM embedding (no generation)", False
     adapter, intent_q, with_history = "embedder", False, False
+    paper_rows = dict.fromkeys(("table4", "table5", "table6"), "qwen_embedding")

@@ -19,18 +19,24 @@ import pandas as pd
 
 from personalir.common.io import atomic_open, read_parquet, write_text
 from personalir.common.latex import dataframe_to_latex, escape
+from personalir.ttp.evaluation.layout import paper_row_order
+from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
+
+
+def paper_rows() -> dict[str | None, str]:
+    """Our method -> the paper's Table 5 row key, in the paper's row order; a paper row that
+    no method gives (quoted from another paper, e.g. CoPPS) has ``None`` (each class's
+    ``paper_rows["table5"]``; the order is the packaged paper-results file's)."""
+    ours = {}
+    for name in sorted(PERSONAL_RETRIEVERS.names()):
+        key = PERSONAL_RETRIEVERS.get(name).paper_rows.get("table5")
+        if key is not None:
+            ours.setdefault(key, name)
+    return {ours.get(key): key for key in paper_row_order("table5")}
+
 
 # Our method -> the paper's Table 5 row key; paper rows we never run follow in the order.
-PAPER_ROWS = {
-    "bm25": "bm25",
-    "llm_embedding": "qwen_embedding",
-    "history_aware": "history_aware",
-    None: "copps_quoted",
-    "maps": "maps_quoted",
-    "decoupled": "decoupled",
-    "ttp": "ttp_sft",
-    "ttp_rl": "ttp_sft_rl",
-}
+PAPER_ROWS = paper_rows()
 QUOTED_LABELS = {"copps_quoted": "CoPPS*"}
 FORMAT_NAMES = {"personalwab": "PersonalWAB", "kuaisearch": "KuaiSearch"}
 ALL_MEASURES = ("HR@20", "nDCG@20", "Recall@20")

@@ -27,14 +27,14 @@ TABLE_MEASURES = ("Recall@10", "Recall@20", "Recall@100", "MRR@100")
 # Table 4's last column: Spearman on the history-free Relevance set
 # (personalir.ttp.evaluation.relevance_eval).
 RELEVANCE_SET, RELEVANCE_MEASURE = "Relevance", "Spearman"
-# Our method names whose paper row has another key in the paper-results file's ``table4``.
-# ``dense`` (a BERT-family bi-encoder, contrastive only) is the paper's BERT-base row,
-# ``llm_embedding`` (the TTP backbone, no generation) its Qwen-Embedding row.
+# Our method names whose paper row has another key in the paper-results file's ``table4``
+# (each class's ``paper_rows``): e.g. ``dense`` (a BERT-family bi-encoder, contrastive only)
+# is the paper's BERT-base row, ``llm_embedding`` (the TTP backbone, no generation) its
+# Qwen-Embedding row.
 PAPER_KEYS = {
-    "ttp": "ttp_sft",
-    "ttp_rl": "ttp_sft_rl",
-    "dense": "bert_base",
-    "llm_embedding": "qwen_embedding",
+    name: key
+    for name in sorted(PERSONAL_RETRIEVERS.names())
+    if (key := PERSONAL_RETRIEVERS.get(name).paper_rows.get("table4")) not in (None, name)
 }
 
 

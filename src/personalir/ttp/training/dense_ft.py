@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +30,6 @@ from personalir.common.io import write_json
 from personalir.common.models import resolve_model
 from personalir.common.seeding import derive_seed
 from personalir.ttp.inputs.data import ItemCorpus, item_fields, merge_corpora, read_examples
-from personalir.ttp.inputs.history import history_aware_text, history_word_budget
 from personalir.ttp.model.search import MEASURES, exact_search, per_query_measures
 from personalir.ttp.training.decoupled import read_rewrites
 from personalir.ttp.training.distill import distillation_loss
@@ -191,6 +190,10 @@ def fine_tune(
     }
 
 
+def _query_only(query, history_texts, rewrite, max_length):
+    return query
+
+
 def fine_tune_dense(
     *,
     variant: str,
@@ -201,37 +204,45 @@ def fine_tune_dense(
     out_dir: str | Path,
     report_out: str | Path,
     threads: int,
+    query_text: Callable[[str, Sequence[str], str | None, int], str] = _query_only,
+    uses_history: bool = False,
+    needs_rewrites: bool = False,
     rewrites_paths: Sequence[str | Path] = (),
     log=print,
 ) -> dict:
-    """One variant's fine-tuning: ``dense`` (query), ``history_aware`` (query + history) or
-    ``decoupled`` (the rewriter's rewrite of each training and validation example, from
-    ``rewrites_paths``, one per example set; an empty rewrite falls back to the query)."""
+    """One method's bi-encoder (``variant``: the method's name): trained on
+    ``query_text(query, history texts, rewrite, max_length)`` of each training example, the
+    method's own text (its class's ``query_text``; the history's texts when ``uses_history``,
+    the rewriter's rewrite of every training and validation example from ``rewrites_paths``,
+    one per example set, when ``needs_rewrites``)."""
     import torch
 
     torch.set_num_threads(threads)
     corpus = merge_corpora(items_paths)
     fields, maxf = item_fields(ttp), int(ttp["items"]["max_features"])
-    budget = history_word_budget(int(ttp["dense"]["max_length"]))
+    max_length = int(ttp["dense"]["max_length"])
 
     rewrites: dict[str, str] = {}
-    if variant == "decoupled":
+    if needs_rewrites:
         if len(rewrites_paths) != len(examples_paths):
-            raise ValueError("decoupled: one rewrites file per examples file is needed")
+            raise ValueError(f"{variant}: one rewrites file per examples file is needed")
         for path in rewrites_paths:
             rewrites.update(read_rewrites(path))
     elif rewrites_paths:
-        raise ValueError(f"{variant}: rewrites are only read by the decoupled variant")
+        raise ValueError(f"{variant}: reads no rewrites (its method needs none)")
 
-    def query_text(ex):
-        if variant == "decoupled":
+    def text_of(ex):
+        rewrite = None
+        if needs_rewrites:
             if ex.example_id not in rewrites:
-                raise ValueError(f"decoupled: no rewrite of example {ex.example_id!r}")
-            return rewrites[ex.example_id] or ex.query
-        if variant != "history_aware":
-            return ex.query
-        hist = [corpus[i].text(fields, maxf) for i in ex.selected_history or []]
-        return history_aware_text(ex.query, hist, budget)
+                raise ValueError(f"{variant}: no rewrite of example {ex.example_id!r}")
+            rewrite = rewrites[ex.example_id]
+        hist = (
+            [corpus[i].text(fields, maxf) for i in ex.selected_history or []]
+            if uses_history
+            else []
+        )
+        return query_text(ex.query, hist, rewrite, max_length)
 
     selection = SelectionSettings.from_config(ttp)
     queries, items, ids, validation = [], [], [], []
@@ -240,13 +251,11 @@ def fine_tune_dense(
         for ex in examples:
             if ex.split != "train":
                 continue
-            queries.append(query_text(ex))
+            queries.append(text_of(ex))
             items.append(corpus[ex.target].text(fields, maxf))
             ids.append(ex.target)
         validation.extend(
-            validation_pool(
-                examples, items_path, query_text, selection.pool_size, seed, fields, maxf
-            )
+            validation_pool(examples, items_path, text_of, selection.pool_size, seed, fields, maxf)
         )
     report = fine_tune(
         ttp["dense"]["model"],
