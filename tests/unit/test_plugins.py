@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import importlib
 import re
 import sys
@@ -246,19 +247,37 @@ def _doc_blocks() -> tuple[dict[str, str], list[str]]:
     return files, diffs
 
 
+def _hunks(diff: str) -> list[tuple[str, list[str]]]:
+    """``(section, body lines)`` of each ``@@ section`` hunk of a unified config diff."""
+    hunks: list[tuple[str, list[str]]] = []
+    for ln in diff.splitlines():
+        if ln.startswith(("---", "+++")):
+            continue
+        if ln.startswith("@@"):
+            hunks.append((re.match(r"@@ (\S+)", ln).group(1), []))
+        elif hunks:
+            hunks[-1][1].append(ln)
+    return hunks
+
+
+def _changed_lines(diff: str) -> int:
+    """The config lines a diff adds or changes (a ``-``/``+`` pair counts once)."""
+    body = [ln for _, lines in _hunks(diff) for ln in lines]
+    return sum(ln.startswith("+") for ln in body)
+
+
 def _apply_config_diff(diff: str, text: str) -> str:
-    """Insert the diff's added line after its first context line, inside the hunk's section."""
-    lines = diff.splitlines()
-    section = re.match(r"@@ (\S+)", next(ln for ln in lines if ln.startswith("@@"))).group(1)
-    body = [ln for ln in lines if not ln.startswith(("---", "+++", "@@"))]
-    added = [ln[1:] for ln in body if ln.startswith("+")]
-    assert len(added) == 1, "one config line"
-    position = body.index("+" + added[0])
-    before, after = body[position - 1][1:], body[position + 1][1:]
+    """Apply each hunk inside its section: its context and removed lines must appear in that
+    order after the section's line; they are replaced by its context and added lines."""
     config = text.splitlines()
-    at = config.index(before, config.index(section))
-    assert config[at + 1] == after, f"the diff's context does not match {CONFIG.name}"
-    return "\n".join([*config[: at + 1], added[0], *config[at + 1 :]]) + "\n"
+    for section, body in _hunks(diff):
+        old = [ln[1:] for ln in body if not ln.startswith("+")]
+        new = [ln[1:] for ln in body if not ln.startswith("-")]
+        start = config.index(section)
+        at = next((k for k in range(start, len(config)) if config[k : k + len(old)] == old), None)
+        assert at is not None, f"the diff's context does not match {CONFIG.name}: {old}"
+        config[at : at + len(old)] = new
+    return "\n".join(config) + "\n"
 
 
 @contextlib.contextmanager
@@ -298,16 +317,28 @@ def _validated(raw: dict, text: str) -> dict:
     return validate_config(copy.deepcopy(raw), load_schema(), source="config.yaml", text=text)
 
 
-def test_docs_examples_are_one_file_and_one_config_line_each():
+# The worked examples in the page's order: their module and the config lines they change,
+# the places the page's cost table states (one module plus these lines).
+EXAMPLES = {
+    "src/personalir/errors/words_only_sampler.py": 1,
+    "src/personalir/retrieval/harm_metric.py": 1,
+    "src/personalir/retrieval/title_overlap.py": 2,
+    "src/personalir/ttp/methods/bm25_history.py": 1,
+    "src/personalir/ttp/methods/dense_recent.py": 1,
+}
+
+
+def test_docs_examples_are_one_file_and_their_stated_config_lines():
     files, diffs = _doc_blocks()
-    assert sorted(files) == [
-        "src/personalir/errors/words_only_sampler.py",
-        "src/personalir/retrieval/harm_metric.py",
-        "src/personalir/ttp/methods/bm25_history.py",
-    ]
-    assert len(diffs) == 3
-    for diff in diffs:
-        assert sum(ln.startswith("+") and not ln.startswith("+++") for ln in diff.splitlines()) == 1
+    assert list(files) == list(EXAMPLES)
+    assert [_changed_lines(d) for d in diffs] == list(EXAMPLES.values())
+
+
+def test_the_config_diff_applies_changed_and_added_lines_in_their_section():
+    text = "a:\n  x: 1\n  y: [1,\n    2]\nb:\n  x: 1\n"
+    diff = "@@ b:\n   x: 1\n+  z: 3\n@@ a:\n-  y: [1,\n+  y: [0, 1,\n     2]\n"
+    assert _apply_config_diff(diff, text) == "a:\n  x: 1\n  y: [0, 1,\n    2]\nb:\n  x: 1\n  z: 3\n"
+    assert _changed_lines(diff) == 2
 
 
 def test_worked_example_error_sampler(tmp_path):
@@ -398,7 +429,7 @@ def test_worked_example_ttp_method(tmp_path):
     from personalir.workflow import ttp as workflow
     from tests.unit.test_ttp_baselines import _corpus, _examples
 
-    raw, text = _config_with(2)
+    raw, text = _config_with(3)
     with pytest.raises(ConfigError, match="bm25_history"):
         _validated(raw, text)
     with installed(
@@ -420,3 +451,85 @@ def test_worked_example_ttp_method(tmp_path):
         assert query_only["q2"][0][0] == "P5" and ranking["q2"][0][0] == "P2"
         assert len(ranking["q1"]) == 3
     assert "bm25_history" not in PERSONAL_RETRIEVERS
+
+
+def test_worked_example_pqb_retriever_type(tmp_path):
+    from personalir.retrieval.base import RETRIEVERS, QueryText, RunSettings
+    from personalir.retrieval.corpus import corpus_from_texts
+    from personalir.workflow.support import retrieval_names
+
+    raw, text = _config_with(2)
+    with pytest.raises(ValueError, match="title_overlap"):  # the config lines alone: refused
+        retrieval_names(_validated(raw, text)["retrieval"])
+    with installed("src/personalir/retrieval/title_overlap.py", RETRIEVERS, tmp_path) as added:
+        assert added == {"title_overlap"}
+        cfg = _validated(raw, text)
+        retrieval = cfg["retrieval"]
+        assert "title_overlap" in retrieval["use"]
+        assert "title_overlap" in retrieval_names(retrieval)[0]
+        spec = retrieval["retrievers"]["title_overlap"]
+        r = RETRIEVERS.get(spec["type"])(settings=RunSettings(), params=spec["params"])
+        r.index(corpus_from_texts(["P1", "P2", "P3"], ["red guitar capo", "drum sticks", "a b"]))
+        ranking = r.rank([QueryText("q", "guitar capo for a red guitar")], 3)
+        # Dice with words of >= 3 characters: P1 {red, guitar, capo} vs the query's
+        # {guitar, capo, for, red}: 2 * 3 / 7; P2 and P3 share nothing.
+        assert ranking["q"][0][0] == "P1"
+        assert ranking["q"][0][1] == pytest.approx(6 / 7)
+    assert "title_overlap" not in RETRIEVERS
+
+
+def test_worked_example_ttp_method_with_a_trained_model(tmp_path, monkeypatch):
+    from personalir.ttp.inputs.data import write_examples
+    from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
+    from personalir.ttp.training import dense_ft
+    from personalir.workflow import ttp as workflow
+    from tests.unit.test_ttp_baselines import _corpus, _examples
+
+    raw, text = _config_with(4)
+    with pytest.raises(ConfigError, match="dense_recent"):
+        _validated(raw, text)
+    with installed(
+        "src/personalir/ttp/methods/dense_recent.py", PERSONAL_RETRIEVERS, tmp_path
+    ) as added:
+        assert added == {"dense_recent"}
+        cfg = {**_validated(raw, text), "results_dir": "res"}
+        # ttp_dense_ft trains it (the rule's wildcard), into the folder its class names
+        assert "dense_recent" in workflow.trained_by("ttp_dense_ft")
+        assert workflow.run_models(cfg, "dense_recent") == {
+            "dense_recent": "res/ttp/dense/dense_recent"
+        }
+        assert workflow.run_inputs(cfg, "dense_recent", "Musical_Instruments") == {
+            "dense_recent": "res/ttp/dense/dense_recent/config.json",
+            "dense_recent_weights": "res/ttp/dense/dense_recent/model.safetensors",
+        }
+        # the training text is the class's: the query and the two latest history titles
+        seen = {}
+
+        def fake_fine_tune(model, queries, items, ids, settings, out, **kw):
+            seen["queries"] = list(queries)
+            return {"variant": kw["variant"]}
+
+        monkeypatch.setattr(dense_ft, "fine_tune", fake_fine_tune)
+        examples = [dataclasses.replace(ex, split="train") for ex in _examples()]
+        write_examples(tmp_path / "examples.jsonl", examples)
+        _corpus().write(tmp_path / "items.parquet")
+        cls = PERSONAL_RETRIEVERS.get("dense_recent")
+        dense_ft.fine_tune_dense(
+            variant="dense_recent",
+            query_text=cls.query_text,
+            uses_history=cls.uses_history,
+            examples_paths=[tmp_path / "examples.jsonl"],
+            items_paths=[tmp_path / "items.parquet"],
+            ttp={**cfg["ttp"], "items": {"fields": ["title"], "max_features": 0}},
+            seed=1,
+            out_dir=tmp_path / "m",
+            report_out=tmp_path / "r.json",
+            threads=1,
+            log=lambda *_: None,
+        )
+        # q1's history: the Kestrel strap; q2's: the Bolt capo (tests/unit/test_ttp_baselines)
+        assert seen["queries"] == [
+            "guitar capo | title: Kestrel leather guitar strap",
+            "Bolt drum sticks | title: Bolt guitar capo, red",
+        ]
+    assert "dense_recent" not in PERSONAL_RETRIEVERS

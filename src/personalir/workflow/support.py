@@ -224,6 +224,13 @@ def retrieval_names(retrieval: Mapping) -> tuple[list[str], list[str]]:
             continue
         if name not in defs:
             raise ValueError(f"retrieval: first stage {name!r} is not defined")
+        # an unknown type stops the workflow at start, naming the retriever
+        kind = (defs[name] or {}).get("type")
+        if kind is not None and kind not in RETRIEVERS:
+            raise ValueError(
+                f"retrieval.retrievers.{name}: unknown type {kind!r} "
+                f"(registered: {', '.join(RETRIEVERS.names())})"
+            )
         built.append(name)
         first = retrieval_first_stage(retrieval, name)
         if first:
