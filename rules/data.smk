@@ -24,9 +24,9 @@ rule sample_world:
         "../envs/data.yaml"
     shell:
         "python -u workflow_scripts/sample_world.py --domain {wildcards.domain} --seed {params.seed}"
-        " --params {params.sample:q} --reviews {output.reviews} --meta {output.meta}"
-        " --truth {output.truth} --search-log {output.search_log}"
-        " --search-log-report {output.search_log_report} > {log} 2>&1"
+        " --params {params.sample:q} --reviews {output.reviews:q} --meta {output.meta:q}"
+        " --truth {output.truth:q} --search-log {output.search_log:q}"
+        " --search-log-report {output.search_log_report:q} > {log:q} 2>&1"
 
 
 rule download:
@@ -48,7 +48,7 @@ rule download:
         "../envs/data.yaml"
     shell:
         "python -u workflow_scripts/download.py --domain {wildcards.domain}"
-        " --params {params.download:q} --out-dir $(dirname {output.reviews}) > {log} 2>&1"
+        " --params {params.download:q} --out-dir \"$(dirname {output.reviews:q})\" > {log:q} 2>&1"
 
 
 rule ingest:
@@ -74,9 +74,9 @@ rule ingest:
     conda:
         "../envs/data.yaml"
     shell:
-        "python -u workflow_scripts/ingest.py --table {wildcards.table} --input {input.raw}"
-        " --params {params.ingest:q} --output {output.parquet} --quality {output.quality}"
-        " --quarantine {output.quarantine} > {log} 2>&1"
+        "python -u workflow_scripts/ingest.py --table {wildcards.table} --input {input.raw:q}"
+        " --params {params.ingest:q} --output {output.parquet:q} --quality {output.quality:q}"
+        " --quarantine {output.quarantine:q} > {log:q} 2>&1"
 
 
 rule product_documents:
@@ -99,9 +99,9 @@ rule product_documents:
     conda:
         "../envs/data.yaml"
     shell:
-        "python -u workflow_scripts/product_documents.py --meta {input.meta}"
-        " --params {params.products:q} --output {output.products} --report {output.report}"
-        " > {log} 2>&1"
+        "python -u workflow_scripts/product_documents.py --meta {input.meta:q}"
+        " --params {params.products:q} --output {output.products:q} --report {output.report:q}"
+        " > {log:q} 2>&1"
 
 
 rule user_sentences:
@@ -126,9 +126,9 @@ rule user_sentences:
     conda:
         "../envs/data.yaml"
     shell:
-        "python -u workflow_scripts/user_sentences.py --reviews {input.reviews}"
-        " --params {params.sentences:q} --sentences {output.sentences} --users {output.users}"
-        " --reviewers {output.reviewers} --report {output.report} > {log} 2>&1"
+        "python -u workflow_scripts/user_sentences.py --reviews {input.reviews:q}"
+        " --params {params.sentences:q} --sentences {output.sentences:q} --users {output.users:q}"
+        " --reviewers {output.reviewers:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 DATA_OUTPUTS = [

@@ -36,9 +36,9 @@ rule errors_correct:
     conda:
         "../envs/errors.yaml"
     shell:
-        "python -u workflow_scripts/errors_correct.py --sentences {input.sentences}"
-        " --params {params.gec:q} --threads {threads} --cache-dir {params.cache}"
-        " --corrections {output.corrections} --report {output.report} > {log} 2>&1"
+        "python -u workflow_scripts/errors_correct.py --sentences {input.sentences:q}"
+        " --params {params.gec:q} --threads {threads} --cache-dir {params.cache:q}"
+        " --corrections {output.corrections:q} --report {output.report:q} > {log:q} 2>&1"
 
 rule errors_edits:
     """ERRANT edits of (sentence, correction) pairs, typed by mechanism, with syntactic context."""
@@ -63,10 +63,10 @@ rule errors_edits:
     conda:
         "../envs/errors.yaml"
     shell:
-        "python -u workflow_scripts/errors_edits.py --corrections {input.corrections}"
-        " --params {params.edits:q} --edits {output.edits} --words {output.words}"
-        " --report {output.report} --bootstrap {params.bootstrap:q} --seed {params.seed}"
-        " > {log} 2>&1"
+        "python -u workflow_scripts/errors_edits.py --corrections {input.corrections:q}"
+        " --params {params.edits:q} --edits {output.edits:q} --words {output.words:q}"
+        " --report {output.report:q} --bootstrap {params.bootstrap:q} --seed {params.seed}"
+        " > {log:q} 2>&1"
 
 rule errors_profiles:
     """Per-user mechanism/context/rate profiles with smoothing, shrinkage and explicit fallback."""
@@ -90,9 +90,9 @@ rule errors_profiles:
     conda:
         "../envs/errors.yaml"
     shell:
-        "python -u workflow_scripts/errors_profiles.py --edits {input.edits} --words {input.words}"
-        " --corrections {input.corrections} --params {params.profiles:q}"
-        " --profiles {output.profiles} --summary {output.summary} > {log} 2>&1"
+        "python -u workflow_scripts/errors_profiles.py --edits {input.edits:q} --words {input.words:q}"
+        " --corrections {input.corrections:q} --params {params.profiles:q}"
+        " --profiles {output.profiles:q} --summary {output.summary:q} > {log:q} 2>&1"
 
 rule errors_sampling_eval:
     """Five samplers' error queries attributed to users by profile likelihood (Top-1, MRR)."""
@@ -114,7 +114,7 @@ rule errors_sampling_eval:
             omit=("sampling_eval.bootstrap",),
         ),
         seed=config["seed"],
-        products=lambda w, input: f"--products {input.products}" if input.products else "",
+        products=lambda w, input: ["--products", *input.products] if input.products else [],
     benchmark:
         bench("errors", "errors_sampling_eval", "domain")
     log:
@@ -126,10 +126,10 @@ rule errors_sampling_eval:
     conda:
         "../envs/errors.yaml"
     shell:
-        "python -u workflow_scripts/errors_sampling.py --edits {input.edits} --words {input.words}"
-        " --corrections {input.corrections} {params.products} --params {params.errors:q}"
-        " --seed {params.seed} --domain {wildcards.domain} --csv {output.csv}"
-        " --json {output.json} --users {output.users} > {log} 2>&1"
+        "python -u workflow_scripts/errors_sampling.py --edits {input.edits:q} --words {input.words:q}"
+        " --corrections {input.corrections:q} {params.products:q} --params {params.errors:q}"
+        " --seed {params.seed} --domain {wildcards.domain} --csv {output.csv:q}"
+        " --json {output.json:q} --users {output.users:q} > {log:q} 2>&1"
 
 rule errors_tables:
     """Error-sampling table (per domain and averaged) and correction statistics, CSV + LaTeX."""
@@ -163,14 +163,14 @@ rule errors_tables:
         "../envs/errors.yaml"
     shell:
         "python -u workflow_scripts/errors_tables.py --domains {params.domains}"
-        " --sampling-csv {input.sampling_csv} --sampling-json {input.sampling_json}"
-        " --sampling-users {input.sampling_users} --bootstrap {params.bootstrap:q}"
+        " --sampling-csv {input.sampling_csv:q} --sampling-json {input.sampling_json:q}"
+        " --sampling-users {input.sampling_users:q} --bootstrap {params.bootstrap:q}"
         " --seed {params.seed}"
-        " --edit-reports {input.edit_reports} --profiles {input.profiles}"
+        " --edit-reports {input.edit_reports:q} --profiles {input.profiles:q}"
         " --backends {params.backends} --label {params.label:q}"
-        " --sampling-out-csv {output.sampling_csv} --sampling-tex {output.sampling_tex}"
-        " --stats-csv {output.stats_csv} --stats-tex {output.stats_tex}"
-        " --mechanisms-tex {output.mechanisms_tex} > {log} 2>&1"
+        " --sampling-out-csv {output.sampling_csv:q} --sampling-tex {output.sampling_tex:q}"
+        " --stats-csv {output.stats_csv:q} --stats-tex {output.stats_tex:q}"
+        " --mechanisms-tex {output.mechanisms_tex:q} > {log:q} 2>&1"
 
 rule errors_figure:
     """Mechanism distributions of the users with most errors against their domain's."""
@@ -197,8 +197,8 @@ rule errors_figure:
         "../envs/errors.yaml"
     shell:
         "python -u workflow_scripts/errors_figure.py --domains {params.domains}"
-        " --profiles {input.profiles} --n-users {params.n_users} --label {params.label:q}"
-        " --figure {output.figure} --data {output.data} > {log} 2>&1"
+        " --profiles {input.profiles:q} --n-users {params.n_users} --label {params.label:q}"
+        " --figure {output.figure:q} --data {output.data:q} > {log:q} 2>&1"
 
 ERRORS_OUTPUTS = [
     results("errors", "sampling_eval.csv"),

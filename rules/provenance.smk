@@ -56,11 +56,11 @@ rule provenance:
     conda:
         "../envs/provenance.yaml"
     shell:
-        "python -u workflow_scripts/provenance.py --folder $(dirname {output.record})"
+        "python -u workflow_scripts/provenance.py --folder \"$(dirname {output.record:q})\""
         " --artifacts {params.artifacts:q} --config-sha256 {params.config_sha256}"
         " --label {params.label:q} --models {params.models:q} --code {input.code:q}"
-        " --output {output.record}"
-        " > {log} 2>&1"
+        " --output {output.record:q}"
+        " > {log:q} 2>&1"
 
 
 FINAL_TARGETS.extend(results(folder, "provenance.json") for folder in PROVENANCE_FOLDERS)

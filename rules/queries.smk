@@ -36,10 +36,10 @@ rule queries_lm:
     conda:
         "../envs/queries.yaml"
     shell:
-        "python -u workflow_scripts/queries_lm.py --seeds {input.seeds}"
+        "python -u workflow_scripts/queries_lm.py --seeds {input.seeds:q}"
         " --params {params.queries:q} --seed {params.seed} --threads {threads}"
-        " --model-cache {params.model_cache:q} --adapter {output.adapter}"
-        " --adapter-config {output.adapter_config} --report {output.report} > {log} 2>&1"
+        " --model-cache {params.model_cache:q} --adapter {output.adapter:q}"
+        " --adapter-config {output.adapter_config:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule queries_candidates:
@@ -72,12 +72,12 @@ rule queries_candidates:
         "../envs/queries.yaml"
     shell:
         "python -u workflow_scripts/queries_candidates.py --domain {wildcards.domain}"
-        " --products {input.products} --reviewers {input.reviewers} --adapter {input.adapter}"
-        " --lm-report {input.lm_report}"
+        " --products {input.products:q} --reviewers {input.reviewers:q} --adapter {input.adapter:q}"
+        " --lm-report {input.lm_report:q}"
         " --params {params.queries:q} --n-core-terms {params.n_core_terms}"
         " --seed {params.seed} --threads {threads} --model-cache {params.model_cache:q}"
-        " --candidates {output.candidates}"
-        " --report {output.report} > {log} 2>&1"
+        " --candidates {output.candidates:q}"
+        " --report {output.report:q} > {log:q} 2>&1"
 
 
 rule queries_select:
@@ -119,16 +119,16 @@ rule queries_select:
         "../envs/queries.yaml"
     shell:
         "python -u workflow_scripts/queries_select.py --domain {wildcards.domain}"
-        " --candidates {input.candidates} --candidates-report {input.candidates_report}"
-        " --products {input.products} --reviewers {input.reviewers}"
-        " --encoder-weights {input.encoder_weights} --encoder-meta {input.encoder_meta}"
-        " --profiles {input.profiles} --embeddings {input.embeddings}"
-        " --error-profiles {input.error_profiles} --lm-report {input.lm_report}"
+        " --candidates {input.candidates:q} --candidates-report {input.candidates_report:q}"
+        " --products {input.products:q} --reviewers {input.reviewers:q}"
+        " --encoder-weights {input.encoder_weights:q} --encoder-meta {input.encoder_meta:q}"
+        " --profiles {input.profiles:q} --embeddings {input.embeddings:q}"
+        " --error-profiles {input.error_profiles:q} --lm-report {input.lm_report:q}"
         " --params {params.queries:q} --syntax-parse {params.syntax_parse:q}"
         " --errors {params.errors:q} --seed {params.seed} --threads {threads}"
         " --model-cache {params.model_cache:q}"
-        " --benchmark {output.benchmark} --released {output.released} --pairs {output.pairs}"
-        " --report {output.report} --filter-report {output.filter_report} > {log} 2>&1"
+        " --benchmark {output.benchmark:q} --released {output.released:q} --pairs {output.pairs:q}"
+        " --report {output.report:q} --filter-report {output.filter_report:q} > {log:q} 2>&1"
 
 
 rule queries_tables:
@@ -165,13 +165,13 @@ rule queries_tables:
         "../envs/queries.yaml"
     shell:
         "python -u workflow_scripts/queries_tables.py --domains {params.domains}"
-        " --benchmarks {input.benchmarks} --select-reports {input.select_reports}"
-        " --filter-reports {input.filter_reports} --syntax-profiles {input.syntax_profiles}"
-        " --syntax-embeddings {input.syntax_embeddings} --params {params.queries:q}"
-        " --label {params.label:q} --datasheet-csv {output.datasheet_csv}"
-        " --datasheet-tex {output.datasheet_tex} --filters-csv {output.filters_csv}"
-        " --filters-tex {output.filters_tex} --identifiability-csv {output.identifiability_csv}"
-        " --identifiability-tex {output.identifiability_tex} > {log} 2>&1"
+        " --benchmarks {input.benchmarks:q} --select-reports {input.select_reports:q}"
+        " --filter-reports {input.filter_reports:q} --syntax-profiles {input.syntax_profiles:q}"
+        " --syntax-embeddings {input.syntax_embeddings:q} --params {params.queries:q}"
+        " --label {params.label:q} --datasheet-csv {output.datasheet_csv:q}"
+        " --datasheet-tex {output.datasheet_tex:q} --filters-csv {output.filters_csv:q}"
+        " --filters-tex {output.filters_tex:q} --identifiability-csv {output.identifiability_csv:q}"
+        " --identifiability-tex {output.identifiability_tex:q} > {log:q} 2>&1"
 
 
 if config["queries"]["enabled"]:

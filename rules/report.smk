@@ -51,9 +51,9 @@ rule dataset_statistics:
         "../envs/report.yaml"
     shell:
         "python -u workflow_scripts/dataset_statistics.py --domains {params.domains}"
-        " --products-reports {input.products} --sentences-reports {input.sentences}"
-        " --reviews-quality {input.reviews_quality} --meta-quality {input.meta_quality}"
-        " --label {params.label:q} --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+        " --products-reports {input.products:q} --sentences-reports {input.sentences:q}"
+        " --reviews-quality {input.reviews_quality:q} --meta-quality {input.meta_quality:q}"
+        " --label {params.label:q} --csv {output.csv:q} --tex {output.tex:q} > {log:q} 2>&1"
 
 
 rule paper_front:
@@ -72,8 +72,8 @@ rule paper_front:
         config_sha256=config_hash(config),
         # Relative to the working directory (the configfile directive's is absolute), so
         # the command reads the same in every checkout.
-        config_files=" ".join(dict.fromkeys(os.path.relpath(f) for f in _config_files)),
-        data=" ".join(f"{name}={path}" for name, path in RAW_DATA.items()),
+        config_files=list(dict.fromkeys(os.path.relpath(f) for f in _config_files)),
+        data=[f"{name}={path}" for name, path in RAW_DATA.items()],
         repo=os.path.relpath(workflow.basedir),
         synthetic="--synthetic" if config["data"]["source"] == "sample" else "",
     benchmark:
@@ -88,9 +88,9 @@ rule paper_front:
         "../envs/report.yaml"
     shell:
         "python -u workflow_scripts/paper_front.py --doc {wildcards.doc} --label {params.label:q}"
-        " --config-sha256 {params.config_sha256} --config-files {params.config_files}"
-        " --repo {params.repo:q} --data {params.data} --inputs {input.generated}"
-        " {params.synthetic} --contents {output.contents} --front {output.front} > {log} 2>&1"
+        " --config-sha256 {params.config_sha256} --config-files {params.config_files:q}"
+        " --repo {params.repo:q} --data {params.data:q} --inputs {input.generated:q}"
+        " {params.synthetic} --contents {output.contents:q} --front {output.front:q} > {log:q} 2>&1"
 
 
 rule paper_pdf:
@@ -119,8 +119,8 @@ rule paper_pdf:
     conda:
         "../envs/report.yaml"
     shell:
-        "python -u workflow_scripts/build_paper.py --engine {params.engine} --tex {input.main}"
-        " --generated {params.generated:q} --pdf {output.pdf} > {log} 2>&1"
+        "python -u workflow_scripts/build_paper.py --engine {params.engine} --tex {input.main:q}"
+        " --generated {params.generated:q} --pdf {output.pdf:q} > {log:q} 2>&1"
 
 
 if config["paper"]["expected"]:
@@ -147,8 +147,8 @@ if config["paper"]["expected"]:
             "../envs/report.yaml"
         shell:
             "python -u workflow_scripts/expected_results.py --results-dir {params.results_dir:q}"
-            " --expected {input.expected} --csv {output.csv} > {log} 2>&1"
-            " || (cat {log} >&2; exit 1)"
+            " --expected {input.expected:q} --csv {output.csv:q} > {log:q} 2>&1"
+            " || (cat {log:q} >&2; exit 1)"
 
     FINAL_TARGETS.append(results("report", "expected_check.csv"))
 
@@ -194,8 +194,8 @@ rule report_claims:
         "../envs/report.yaml"
     shell:
         "python -u workflow_scripts/report_claims.py --results-dir {params.results_dir:q}"
-        " --retrieval {params.retrieval:q} --paper-results {input.paper}"
-        " --csv {output.csv} --md {output.md} > {log} 2>&1"
+        " --retrieval {params.retrieval:q} --paper-results {input.paper:q}"
+        " --csv {output.csv:q} --md {output.md:q} > {log:q} 2>&1"
 
 
 FINAL_TARGETS.extend([results("report", "claims.csv"), results("report", "claims.md")])
@@ -220,8 +220,8 @@ rule report_claims_table:
     conda:
         "../envs/report.yaml"
     shell:
-        "python -u workflow_scripts/report_claims_table.py --claims {input.claims}"
-        " --label {params.label:q} --tex {output.tex} > {log} 2>&1"
+        "python -u workflow_scripts/report_claims_table.py --claims {input.claims:q}"
+        " --label {params.label:q} --tex {output.tex:q} > {log:q} 2>&1"
 
 
 rule report_paper_compare:
@@ -246,12 +246,12 @@ rule report_paper_compare:
         results_dir=lambda w: RESULTS,
         label=config["label"],
         synthetic="--synthetic" if config["data"]["source"] == "sample" else "",
-        tex=lambda w, output: " ".join(
-            f"{key}={path}" for key, path in zip(PQB_COMPARED, output.tex)
-        ),
-        figures=lambda w, output: " ".join(
-            f"{name}={path}" for name, path in zip(PQB_FIGURES, output.figures)
-        ),
+        tex=lambda w, output: [
+            f"{key}={path}" for key, path in zip(PQB_COMPARED, output.tex, strict=True)
+        ],
+        figures=lambda w, output: [
+            f"{name}={path}" for name, path in zip(PQB_FIGURES, output.figures, strict=True)
+        ],
     benchmark:
         bench("report", "report_paper_compare")
     log:
@@ -264,9 +264,9 @@ rule report_paper_compare:
         "../envs/report.yaml"
     shell:
         "python -u workflow_scripts/report_paper_compare.py --results-dir {params.results_dir:q}"
-        " --retrieval {params.retrieval:q} --paper-results {input.paper}"
-        " --label {params.label:q} {params.synthetic} --csv {output.csv} --tex {params.tex}"
-        " --figures {params.figures} > {log} 2>&1"
+        " --retrieval {params.retrieval:q} --paper-results {input.paper:q}"
+        " --label {params.label:q} {params.synthetic} --csv {output.csv:q} --tex {params.tex:q}"
+        " --figures {params.figures:q} > {log:q} 2>&1"
 
 
 if CATALOGUE_DOMAINS == DOMAINS:  # the statistics count products too

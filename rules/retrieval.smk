@@ -48,9 +48,9 @@ rule retrieval_queries:
         "../envs/retrieval.yaml"
     shell:
         "python -u workflow_scripts/retrieval_queries.py --domain {wildcards.domain}"
-        " --source {params.source} --source-path {input.source:q} --corpus {input.corpus}"
-        " --unknown-products {params.unknown} --output {output.queries}"
-        " --report {output.report} > {log} 2>&1"
+        " --source {params.source} --source-path {input.source:q} --corpus {input.corpus:q}"
+        " --unknown-products {params.unknown} --output {output.queries:q}"
+        " --report {output.report:q} > {log:q} 2>&1"
 
 
 rule retrieval_run:
@@ -81,7 +81,7 @@ rule retrieval_run:
         encoding_cache=ENCODING_CACHE,
         domains=" ".join(DOMAINS),
         first_stage=lambda w, input: (
-            "--first-stage " + " ".join(input.first_stage) if input.first_stage else ""
+            ["--first-stage", *input.first_stage] if input.first_stage else []
         ),
     benchmark:
         bench("retrieval", "retrieval_run", "retriever")
@@ -97,10 +97,10 @@ rule retrieval_run:
     shell:
         "python -u workflow_scripts/retrieval_run.py --name {wildcards.retriever}"
         " --entry {params.entry:q} --settings {params.settings:q} --seed {params.seed}"
-        " --threads {threads} --domains {params.domains} --corpus {input.corpus}"
-        " --queries {input.queries} {params.first_stage} --runs {output.runs}"
-        " --meta {output.meta} --model-cache {params.model_cache:q}"
-        " --encoding-cache {params.encoding_cache:q} > {log} 2>&1"
+        " --threads {threads} --domains {params.domains} --corpus {input.corpus:q}"
+        " --queries {input.queries:q} {params.first_stage:q} --runs {output.runs:q}"
+        " --meta {output.meta:q} --model-cache {params.model_cache:q}"
+        " --encoding-cache {params.encoding_cache:q} > {log:q} 2>&1"
 
 
 rule retrieval_import_run:
@@ -130,8 +130,8 @@ rule retrieval_import_run:
     shell:
         "python -u workflow_scripts/retrieval_import_run.py --name {wildcards.retriever}"
         " --entry {params.entry:q} --domains {params.domains} --sources {input.sources:q}"
-        " --corpus {input.corpus} --queries {input.queries} --runs {output.runs}"
-        " --meta {output.meta} > {log} 2>&1"
+        " --corpus {input.corpus:q} --queries {input.queries:q} --runs {output.runs:q}"
+        " --meta {output.meta:q} > {log:q} 2>&1"
 
 
 rule retrieval_metrics:
@@ -162,9 +162,9 @@ rule retrieval_metrics:
         "../envs/retrieval.yaml"
     shell:
         "python -u workflow_scripts/retrieval_metrics.py --name {wildcards.retriever}"
-        " --params {params.metrics:q} --domains {params.domains} --corpus {input.corpus}"
-        " --queries {input.queries} --runs {input.runs} --meta {input.meta}"
-        " --outputs {output.metrics} > {log} 2>&1"
+        " --params {params.metrics:q} --domains {params.domains} --corpus {input.corpus:q}"
+        " --queries {input.queries:q} --runs {input.runs:q} --meta {input.meta:q}"
+        " --outputs {output.metrics:q} > {log:q} 2>&1"
 
 
 rule retrieval_summary:
@@ -193,9 +193,9 @@ rule retrieval_summary:
         "../envs/retrieval.yaml"
     shell:
         "python -u workflow_scripts/retrieval_summary.py --names {params.names}"
-        " --domains {params.domains} --metrics {input.metrics} --params {params.settings:q}"
-        " --seed {params.seed} --summary {output.summary}"
-        " --significance {output.significance} > {log} 2>&1"
+        " --domains {params.domains} --metrics {input.metrics:q} --params {params.settings:q}"
+        " --seed {params.seed} --summary {output.summary:q}"
+        " --significance {output.significance:q} > {log:q} 2>&1"
 
 
 rule retrieval_tables:
@@ -237,11 +237,11 @@ rule retrieval_tables:
     conda:
         "../envs/retrieval.yaml"
     shell:
-        "python -u workflow_scripts/retrieval_tables.py --summary {input.summary}"
+        "python -u workflow_scripts/retrieval_tables.py --summary {input.summary:q}"
         " --names {params.names} --domains {params.domains} --params {params.metrics:q}"
         " --label {params.label:q}"
-        " --csv {output.flip_csv} {output.deg_csv} {output.eff_csv}"
-        " --tex {output.flip_tex} {output.deg_tex} {output.eff_tex} > {log} 2>&1"
+        " --csv {output.flip_csv:q} {output.deg_csv:q} {output.eff_csv:q}"
+        " --tex {output.flip_tex:q} {output.deg_tex:q} {output.eff_tex:q} > {log:q} 2>&1"
 
 
 rule retrieval_figures:
@@ -276,9 +276,9 @@ rule retrieval_figures:
     conda:
         "../envs/retrieval.yaml"
     shell:
-        "python -u workflow_scripts/retrieval_figures.py --summary {input.summary}"
+        "python -u workflow_scripts/retrieval_figures.py --summary {input.summary:q}"
         " --names {params.names} --domains {params.domains} --params {params.metrics:q}"
-        " --flip {output.flip} --deg {output.deg} > {log} 2>&1"
+        " --flip {output.flip:q} --deg {output.deg:q} > {log:q} 2>&1"
 
 
 RETRIEVAL_TARGETS = [

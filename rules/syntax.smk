@@ -26,9 +26,9 @@ rule syntax_parse:
     conda:
         "../envs/syntax.yaml"
     shell:
-        "python -u workflow_scripts/syntax_parse.py --sentences {input.sentences}"
+        "python -u workflow_scripts/syntax_parse.py --sentences {input.sentences:q}"
         " --params {params.parse:q} --cache-dir {params.cache:q}"
-        " --output {output.parsed} --report {output.report} > {log} 2>&1"
+        " --output {output.parsed:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule syntax_features:
@@ -55,10 +55,10 @@ rule syntax_features:
     conda:
         "../envs/syntax.yaml"
     shell:
-        "python -u workflow_scripts/syntax_features.py --parsed {input.parsed}"
-        " --sentences {input.sentences} --params {params.features:q} --seed {params.seed}"
-        " --vectors {output.vectors} --index {output.index} --vocab {output.vocab}"
-        " --report {output.report} > {log} 2>&1"
+        "python -u workflow_scripts/syntax_features.py --parsed {input.parsed:q}"
+        " --sentences {input.sentences:q} --params {params.features:q} --seed {params.seed}"
+        " --vectors {output.vectors:q} --index {output.index:q} --vocab {output.vocab:q}"
+        " --report {output.report:q} > {log:q} 2>&1"
 
 
 rule syntax_encoder:
@@ -89,11 +89,11 @@ rule syntax_encoder:
     conda:
         "../envs/syntax.yaml"
     shell:
-        "python -u workflow_scripts/syntax_encoder.py --vectors {input.vectors} --index {input.index}"
-        " --vocab {input.vocab} --reviewers {input.reviewers} --params {params.encoder:q}"
-        " --seed {params.seed} --threads {threads} --weights {output.weights}"
-        " --meta {output.meta} --embeddings {output.embeddings} --curve {output.curve}"
-        " --report {output.report} > {log} 2>&1"
+        "python -u workflow_scripts/syntax_encoder.py --vectors {input.vectors:q} --index {input.index:q}"
+        " --vocab {input.vocab:q} --reviewers {input.reviewers:q} --params {params.encoder:q}"
+        " --seed {params.seed} --threads {threads} --weights {output.weights:q}"
+        " --meta {output.meta:q} --embeddings {output.embeddings:q} --curve {output.curve:q}"
+        " --report {output.report:q} > {log:q} 2>&1"
 
 
 rule syntax_profiles:
@@ -116,9 +116,9 @@ rule syntax_profiles:
     conda:
         "../envs/syntax.yaml"
     shell:
-        "python -u workflow_scripts/syntax_profiles.py --embeddings {input.embeddings}"
-        " --params {params.profiles:q} --profiles {output.profiles} --report {output.report}"
-        " > {log} 2>&1"
+        "python -u workflow_scripts/syntax_profiles.py --embeddings {input.embeddings:q}"
+        " --params {params.profiles:q} --profiles {output.profiles:q} --report {output.report:q}"
+        " > {log:q} 2>&1"
 
 
 rule syntax_attribution:
@@ -145,10 +145,10 @@ rule syntax_attribution:
     conda:
         "../envs/syntax.yaml"
     shell:
-        "python -u workflow_scripts/syntax_attribution.py --embeddings {input.embeddings}"
-        " --reviewers {input.reviewers} --params {params.attribution:q} --seed {params.seed}"
-        " --domain {wildcards.domain} --summary {output.summary} --users {output.users}"
-        " --roc {output.roc} --report {output.report} > {log} 2>&1"
+        "python -u workflow_scripts/syntax_attribution.py --embeddings {input.embeddings:q}"
+        " --reviewers {input.reviewers:q} --params {params.attribution:q} --seed {params.seed}"
+        " --domain {wildcards.domain} --summary {output.summary:q} --users {output.users:q}"
+        " --roc {output.roc:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule syntax_table:
@@ -179,11 +179,11 @@ rule syntax_table:
         "../envs/syntax.yaml"
     shell:
         "python -u workflow_scripts/syntax_table.py --domains {params.domains}"
-        " --summaries {input.summaries} --parse-reports {input.parse_reports}"
-        " --feature-reports {input.feature_reports} --label {params.label:q}"
-        " --csv {output.csv} --tex {output.tex} --paper-tex {output.paper_tex}"
-        " --stats-csv {output.stats_csv} --stats-tex {output.stats_tex}"
-        " --paper-stats-tex {output.paper_stats_tex} > {log} 2>&1"
+        " --summaries {input.summaries:q} --parse-reports {input.parse_reports:q}"
+        " --feature-reports {input.feature_reports:q} --label {params.label:q}"
+        " --csv {output.csv:q} --tex {output.tex:q} --paper-tex {output.paper_tex:q}"
+        " --stats-csv {output.stats_csv:q} --stats-tex {output.stats_tex:q}"
+        " --paper-stats-tex {output.paper_stats_tex:q} > {log:q} 2>&1"
 
 
 rule syntax_figures:
@@ -214,9 +214,9 @@ rule syntax_figures:
         "../envs/syntax.yaml"
     shell:
         "python -u workflow_scripts/syntax_figures.py --domains {params.domains}"
-        " --rocs {input.rocs} --summaries {input.summaries} --curves {input.curves}"
-        " --encoder-reports {input.metas} --roc {output.roc} {output.paper_roc}"
-        " --training {output.training} {output.paper_training} > {log} 2>&1"
+        " --rocs {input.rocs:q} --summaries {input.summaries:q} --curves {input.curves:q}"
+        " --encoder-reports {input.metas:q} --roc {output.roc:q} {output.paper_roc:q}"
+        " --training {output.training:q} {output.paper_training:q} > {log:q} 2>&1"
 
 
 SYNTAX_OUTPUTS = [

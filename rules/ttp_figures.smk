@@ -37,9 +37,9 @@ rule ttp_figure3:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_figure3.py --sets {params.sets}"
-        " --examples {input.examples} --items {input.corpus} --infos {input.infos}"
-        " --params {params.ttp:q} --label {params.label:q} --cases {output.cases}"
-        " --csv {output.csv} --pdf {output.pdf} > {log} 2>&1"
+        " --examples {input.examples:q} --items {input.corpus:q} --infos {input.infos:q}"
+        " --params {params.ttp:q} --label {params.label:q} --cases {output.cases:q}"
+        " --csv {output.csv:q} --pdf {output.pdf:q} > {log:q} 2>&1"
 
 
 rule ttp_figure6:
@@ -53,7 +53,7 @@ rule ttp_figure6:
     params:
         label=config["label"],
         main_n=TTP["history"]["n"],
-        rows=lambda w, input: f"--rows {input.figure6}" if input.figure6 else "",
+        rows=lambda w, input: ["--rows", input.figure6] if input.figure6 else [],
     benchmark:
         bench("ttp", "ttp_figure6")
     log:
@@ -65,9 +65,9 @@ rule ttp_figure6:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_figure6.py {params.rows}"
-        " --paper-results {input.paper_results} --main-n {params.main_n}"
-        " --label {params.label:q} --csv {output.csv} --pdf {output.pdf} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_figure6.py {params.rows:q}"
+        " --paper-results {input.paper_results:q} --main-n {params.main_n}"
+        " --label {params.label:q} --csv {output.csv:q} --pdf {output.pdf:q} > {log:q} 2>&1"
 
 
 rule ttp_figure8:
@@ -100,10 +100,10 @@ rule ttp_figure8:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_figure8.py --summary {input.summary}"
-        " --labels {input.labels} --latency {params.latency:q} --cached-infos {input.cached}"
-        " --teacher {params.teacher} --label {params.label:q} --csv {output.csv}"
-        " --pdf {output.pdf} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_figure8.py --summary {input.summary:q}"
+        " --labels {input.labels:q} --latency {params.latency:q} --cached-infos {input.cached:q}"
+        " --teacher {params.teacher} --label {params.label:q} --csv {output.csv:q}"
+        " --pdf {output.pdf:q} > {log:q} 2>&1"
 
 
 # --------------------------------------------------------------------------- history sweep
@@ -129,8 +129,8 @@ rule ttp_loss_figure:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_loss_figure.py --loss {input.loss}"
-        " --report {input.report} --label {params.label:q} --output {output.pdf} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_loss_figure.py --loss {input.loss:q}"
+        " --report {input.report:q} --label {params.label:q} --output {output.pdf:q} > {log:q} 2>&1"
 
 
 rule ttp_rl_figure:
@@ -153,5 +153,5 @@ rule ttp_rl_figure:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_rl_figure.py --logs {input.logs}"
-        " --variants {params.variants} --label {params.label:q} --output {output.pdf} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_rl_figure.py --logs {input.logs:q}"
+        " --variants {params.variants} --label {params.label:q} --output {output.pdf:q} > {log:q} 2>&1"

@@ -27,9 +27,9 @@ rule ttp_history_examples:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_history_examples.py --examples {input.examples}"
-        " --items {input.corpus} --params {params.ttp:q} --output {output.examples}"
-        " --report {output.report} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_history_examples.py --examples {input.examples:q}"
+        " --items {input.corpus:q} --params {params.ttp:q} --output {output.examples:q}"
+        " --report {output.report:q} > {log:q} 2>&1"
 
 
 rule ttp_history_teacher:
@@ -57,9 +57,9 @@ rule ttp_history_teacher:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_teacher.py --examples {input.examples}"
-        " --items {input.corpus} --seed {params.seed} --params {params.ttp:q}"
-        " --output {output.sft} --report {output.report} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_teacher.py --examples {input.examples:q}"
+        " --items {input.corpus:q} --seed {params.seed} --params {params.ttp:q}"
+        " --output {output.sft:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 # The SFT recipe (the sweep's training budget) at one history length N.
@@ -129,11 +129,11 @@ rule ttp_history_run:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_run.py --method ttp"
-        " --examples {input.examples} --items {input.corpus} --models {params.models:q}"
+        " --examples {input.examples:q} --items {input.corpus:q} --models {params.models:q}"
         " --seed {params.seed} --threads {threads}"
-        " --params {params.ttp:q} --run {output.run} --info {output.info}"
+        " --params {params.ttp:q} --run {output.run:q} --info {output.info:q}"
         " --model-cache {params.model_cache:q} --encoding-cache {params.encoding_cache:q}"
-        " > {log} 2>&1"
+        " > {log:q} 2>&1"
 
 
 rule ttp_history_evaluate:
@@ -158,11 +158,11 @@ rule ttp_history_evaluate:
     params:
         ttp=params_json("ttp", keys=("evaluation",)),
         seed=config["seed"],
-        runs=lambda w: " ".join(
+        runs=lambda w: [
             f"{n}:{s}:{results('ttp', 'history', f'n{n}', s, 'ttp.trec')}"
             for n in TTP_HISTORY_VALUES
             for s in TTP_SETS
-        ),
+        ],
     benchmark:
         bench("ttp", "ttp_history_evaluate")
     log:
@@ -174,6 +174,6 @@ rule ttp_history_evaluate:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_history_evaluate.py --examples {input.examples}"
-        " --runs {params.runs} --seed {params.seed} --params {params.ttp:q}"
-        " --per-query {output.per_query} --figure6 {output.figure6} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_history_evaluate.py --examples {input.examples:q}"
+        " --runs {params.runs:q} --seed {params.seed} --params {params.ttp:q}"
+        " --per-query {output.per_query:q} --figure6 {output.figure6:q} > {log:q} 2>&1"

@@ -32,9 +32,9 @@ rule ttp_examples:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_examples.py --set {wildcards.ttp_set}"
-        " --source {params.source} {params.sources} --seed {params.seed} --params {params.ttp:q}"
-        " --examples {output.examples} --items {output.corpus} --report {output.report}"
-        " > {log} 2>&1"
+        " --source {params.source} {params.sources:q} --seed {params.seed} --params {params.ttp:q}"
+        " --examples {output.examples:q} --items {output.corpus:q} --report {output.report:q}"
+        " > {log:q} 2>&1"
 
 
 rule ttp_teacher:
@@ -60,9 +60,9 @@ rule ttp_teacher:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_teacher.py --examples {input.examples}"
-        " --items {input.corpus} --seed {params.seed} --params {params.ttp:q}"
-        " --output {output.sft} --report {output.report} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_teacher.py --examples {input.examples:q}"
+        " --items {input.corpus:q} --seed {params.seed} --params {params.ttp:q}"
+        " --output {output.sft:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule ttp_relevance_pairs:
@@ -74,7 +74,7 @@ rule ttp_relevance_pairs:
         report=results("ttp", "{ttp_set}", "relevance", "pairs.report.json"),
     params:
         ttp=params_json("ttp", keys=("relevance_test",)),
-        sources=lambda w, input: " ".join(f"--{k} {v}" for k, v in dict(input).items()),
+        sources=lambda w, input: [a for k, v in dict(input).items() for a in (f"--{k}", v)],
         seed=config["seed"],
     benchmark:
         bench("ttp", "ttp_relevance_pairs", "ttp_set")
@@ -87,9 +87,9 @@ rule ttp_relevance_pairs:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_relevance_pairs.py {params.sources}"
+        "python -u workflow_scripts/ttp_relevance_pairs.py {params.sources:q}"
         " --params {params.ttp:q} --seed {params.seed}"
-        " --pairs {output.pairs} --report {output.report} > {log} 2>&1"
+        " --pairs {output.pairs:q} --report {output.report:q} > {log:q} 2>&1"
 
 
 rule ttp_public_examples:
@@ -118,8 +118,8 @@ rule ttp_public_examples:
     shell:
         "python -u workflow_scripts/ttp_public_examples.py --set {wildcards.public}"
         " --format {params.fmt} --data-dir {params.data_dir:q} --params {params.ttp:q}"
-        " --examples {output.examples} --items {output.corpus} --report {output.report}"
-        " > {log} 2>&1"
+        " --examples {output.examples:q} --items {output.corpus:q} --report {output.report:q}"
+        " > {log:q} 2>&1"
 
 
 # One rule per public format: its files written from a sample-world domain (fixture scale).
@@ -156,7 +156,7 @@ for _fmt in ("personalwab", "kuaisearch"):
             "../envs/ttp.yaml"
         shell:
             "python -u workflow_scripts/ttp_public_fixture.py --format {params.fmt}"
-            " --domain {params.domain} --reviews {input.reviews} --meta {input.meta}"
-            " --search-log {input.search_log} --seed {params.seed}"
+            " --domain {params.domain} --reviews {input.reviews:q} --meta {input.meta:q}"
+            " --search-log {input.search_log:q} --seed {params.seed}"
             " --test-share {params.test_share} --out-dir {params.out_dir:q}"
-            " --report {output.report} > {log} 2>&1"
+            " --report {output.report:q} > {log:q} 2>&1"

@@ -31,9 +31,9 @@ rule ttp_table:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_table.py --summary {input.summary}"
-        " --labels {input.labels} --params {params.ttp:q} --label {params.label:q}"
-        " --relevance {input.relevance} --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_table.py --summary {input.summary:q}"
+        " --labels {input.labels:q} --params {params.ttp:q} --label {params.label:q}"
+        " --relevance {input.relevance:q} --csv {output.csv:q} --tex {output.tex:q} > {log:q} 2>&1"
 
 
 rule ttp_table8:
@@ -59,9 +59,9 @@ rule ttp_table8:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_table8.py --summary {input.summary}"
-        " --labels {input.labels} --params {params.ttp:q} --label {params.label:q}"
-        " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_table8.py --summary {input.summary:q}"
+        " --labels {input.labels:q} --params {params.ttp:q} --label {params.label:q}"
+        " --csv {output.csv:q} --tex {output.tex:q} > {log:q} 2>&1"
 
 
 rule ttp_table3:
@@ -105,11 +105,11 @@ rule ttp_table3:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_table3.py --sets {params.sets}"
-        " --examples {input.examples} --items {input.corpus}"
-        " --public-sets {params.public} --public-examples {input.public_examples}"
-        " --public-items {input.public_corpus} --relevance {input.relevance}"
+        " --examples {input.examples:q} --items {input.corpus:q}"
+        " --public-sets {params.public} --public-examples {input.public_examples:q}"
+        " --public-items {input.public_corpus:q} --relevance {input.relevance:q}"
         " --params {params.ttp:q} --label {params.label:q}"
-        " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+        " --csv {output.csv:q} --tex {output.tex:q} > {log:q} 2>&1"
 
 
 rule ttp_table5:
@@ -124,7 +124,7 @@ rule ttp_table5:
     params:
         ttp=params_json("ttp", keys=("public", "paper_reference")),
         label=config["label"],
-        summary=lambda w, input: f"--summary {input.summary}" if input.summary else "",
+        summary=lambda w, input: ["--summary", input.summary] if input.summary else [],
     benchmark:
         bench("ttp", "ttp_table5")
     log:
@@ -136,9 +136,9 @@ rule ttp_table5:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_table5.py {params.summary}"
+        "python -u workflow_scripts/ttp_table5.py {params.summary:q}"
         " --params {params.ttp:q} --label {params.label:q}"
-        " --csv {output.csv} --tex {output.tex} > {log} 2>&1"
+        " --csv {output.csv:q} --tex {output.tex:q} > {log:q} 2>&1"
 
 
 rule ttp_ablation_tables:
@@ -171,9 +171,9 @@ rule ttp_ablation_tables:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_ablation_tables.py"
-        " --ablation-dir $(dirname {input.table6}) --claims {input.claims} --label {params.label:q}"
-        " --tex-dir $(dirname {output.table6_tex}) --csv-dir $(dirname {output.table6})"
-        " --figure {output.figure} > {log} 2>&1"
+        " --ablation-dir \"$(dirname {input.table6:q})\" --claims {input.claims:q} --label {params.label:q}"
+        " --tex-dir \"$(dirname {output.table6_tex:q})\" --csv-dir \"$(dirname {output.table6:q})\""
+        " --figure {output.figure:q} > {log:q} 2>&1"
 
 
 rule ttp_table4_figure:
@@ -196,5 +196,5 @@ rule ttp_table4_figure:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_table4_figure.py --table {input.table}"
-        " --label {params.label:q} --pdf {output.pdf} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_table4_figure.py --table {input.table:q}"
+        " --label {params.label:q} --pdf {output.pdf:q} > {log:q} 2>&1"

@@ -22,7 +22,9 @@ rule ttp_pqb_examples:
         ttp=params_json("ttp", keys=("history", "items", "pqb", "device")),
         seed=config["seed"],
         train=lambda w, input: (
-            f"--train-examples {dict(input)['train_examples']}" if "train_examples" in dict(input) else ""
+            ["--train-examples", dict(input)["train_examples"]]
+            if "train_examples" in dict(input)
+            else []
         ),
     benchmark:
         bench("ttp", "ttp_pqb_examples", "ttp_set")
@@ -37,10 +39,10 @@ rule ttp_pqb_examples:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_pqb_examples.py --set {wildcards.ttp_set}"
-        " --benchmark {input.benchmark} --reviews {input.reviews} --products {input.products}"
-        " --meta {input.meta} {params.train} --params {params.ttp:q} --seed {params.seed}"
-        " --examples {output.examples} --items {output.corpus} --report {output.report}"
-        " > {log} 2>&1"
+        " --benchmark {input.benchmark:q} --reviews {input.reviews:q} --products {input.products:q}"
+        " --meta {input.meta:q} {params.train:q} --params {params.ttp:q} --seed {params.seed}"
+        " --examples {output.examples:q} --items {output.corpus:q} --report {output.report:q}"
+        " > {log:q} 2>&1"
 
 
 if TTP_PQB_RUNS:
@@ -71,7 +73,7 @@ if TTP_PQB_RUNS:
             samples=config["retrieval"]["bootstrap"]["samples"],
             permutations=config["retrieval"]["significance"]["permutations"],
             methods=ttp_pqb_wf.pqb_methods(config),
-            runs=" ".join(f"{s}:{m}:{p}" for s, m, p in TTP_PQB_RUNS),
+            runs=[f"{s}:{m}:{p}" for s, m, p in TTP_PQB_RUNS],
             seed=config["seed"],
         benchmark:
             bench("ttp", "ttp_pqb_evaluate")
@@ -84,12 +86,12 @@ if TTP_PQB_RUNS:
         conda:
             "../envs/ttp.yaml"
         shell:
-            "python -u workflow_scripts/ttp_pqb_evaluate.py --runs {params.runs}"
-            " --examples {input.examples} --reports {input.reports} --methods {params.methods}"
+            "python -u workflow_scripts/ttp_pqb_evaluate.py --runs {params.runs:q}"
+            " --examples {input.examples:q} --reports {input.reports:q} --methods {params.methods}"
             " --params {params.ttp:q} --metrics {params.metrics:q} --samples {params.samples}"
             " --permutations {params.permutations} --seed {params.seed}"
-            " --summary {output.summary} --table {output.table} --effects {output.effects}"
-            " --effects-md {output.effects_md} --facts {output.facts} > {log} 2>&1"
+            " --summary {output.summary:q} --table {output.table:q} --effects {output.effects:q}"
+            " --effects-md {output.effects_md:q} --facts {output.facts:q} > {log:q} 2>&1"
 
     rule ttp_pqb_tables:
         """The TTP-on-PQB table and the history effects in LaTeX (both PDFs' discussion)."""
@@ -114,10 +116,10 @@ if TTP_PQB_RUNS:
         conda:
             "../envs/ttp.yaml"
         shell:
-            "python -u workflow_scripts/ttp_pqb_tables.py --table {input.table}"
-            " --effects {input.effects} --facts {input.facts} --label {params.label:q}"
-            " {params.synthetic} --table-tex {output.table_tex}"
-            " --effects-tex {output.effects_tex} > {log} 2>&1"
+            "python -u workflow_scripts/ttp_pqb_tables.py --table {input.table:q}"
+            " --effects {input.effects:q} --facts {input.facts:q} --label {params.label:q}"
+            " {params.synthetic} --table-tex {output.table_tex:q}"
+            " --effects-tex {output.effects_tex:q} > {log:q} 2>&1"
 
     FINAL_TARGETS.extend(
         [
@@ -152,4 +154,4 @@ else:
             "../envs/ttp.yaml"
         shell:
             "python -u workflow_scripts/ttp_pqb_tables.py --absent {params.reason:q}"
-            " --table-tex {output.table_tex} --effects-tex {output.effects_tex} > {log} 2>&1"
+            " --table-tex {output.table_tex:q} --effects-tex {output.effects_tex:q} > {log:q} 2>&1"

@@ -33,11 +33,11 @@ rule ttp_run:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_run.py --method {wildcards.method}"
-        " --examples {input.examples} --items {input.corpus} --models {params.models:q}"
-        " {params.rewrites} --seed {params.seed} --threads {threads}"
-        " --params {params.ttp:q} --run {output.run} --info {output.info}"
+        " --examples {input.examples:q} --items {input.corpus:q} --models {params.models:q}"
+        " {params.rewrites:q} --seed {params.seed} --threads {threads}"
+        " --params {params.ttp:q} --run {output.run:q} --info {output.info:q}"
         " --model-cache {params.model_cache:q} --encoding-cache {params.encoding_cache:q}"
-        " > {log} 2>&1"
+        " > {log:q} 2>&1"
 
 
 rule ttp_relevance:
@@ -69,10 +69,10 @@ rule ttp_relevance:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_relevance.py --method {wildcards.method}"
-        " --pairs {input.pairs} --items {input.corpus} --models {params.models:q}"
+        " --pairs {input.pairs:q} --items {input.corpus:q} --models {params.models:q}"
         " --seed {params.seed} --threads {threads} --params {params.ttp:q}"
         " --model-cache {params.model_cache:q} --encoding-cache {params.encoding_cache:q}"
-        " --output {output} > {log} 2>&1"
+        " --output {output:q} > {log:q} 2>&1"
 
 
 rule ttp_evaluate:
@@ -109,10 +109,10 @@ rule ttp_evaluate:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_evaluate.py --examples {input.examples}"
-        " --runs {params.runs} --infos {input.infos} --seed {params.seed}"
-        " --params {params.ttp:q} --per-query {output.per_query} --summary {output.summary}"
-        " --labels {output.labels} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_evaluate.py --examples {input.examples:q}"
+        " --runs {params.runs:q} --infos {input.infos:q} --seed {params.seed}"
+        " --params {params.ttp:q} --per-query {output.per_query:q} --summary {output.summary:q}"
+        " --labels {output.labels:q} > {log:q} 2>&1"
 
 
 rule ttp_ablations:
@@ -195,7 +195,7 @@ rule ttp_public_evaluate:
     params:
         ttp=params_json("ttp", keys=("evaluation",)),
         seed=config["seed"],
-        runs=" ".join(f"{s}:{m}:{p}" for s, m, p in ttp_public_wf.public_run_specs(config)),
+        runs=[f"{s}:{m}:{p}" for s, m, p in ttp_public_wf.public_run_specs(config)],
         cells=compact_json(ttp_public_wf.public_cells(config, "config/paper_results/ttp.yaml")),
         examples=" ".join(
             f"{s}:{RESULTS}/ttp/{s}/examples.jsonl" for s in TTP_PUBLIC
@@ -211,8 +211,8 @@ rule ttp_public_evaluate:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_public_evaluate.py --runs {params.runs}"
-        " --examples {params.examples} --paper-results {input.paper_results}"
+        "python -u workflow_scripts/ttp_public_evaluate.py --runs {params.runs:q}"
+        " --examples {params.examples} --paper-results {input.paper_results:q}"
         " --params {params.ttp:q} --cells {params.cells:q} --seed {params.seed}"
-        " --per-query {output.per_query}"
-        " --summary {output.summary} --claims {output.claims} > {log} 2>&1"
+        " --per-query {output.per_query:q}"
+        " --summary {output.summary:q} --claims {output.claims:q} > {log:q} 2>&1"

@@ -28,8 +28,8 @@ rule ttp_backbone:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_backbone.py --seed {params.seed} --params {params.ttp:q}"
-        " --config {output.config} --info {output.info} --weights {output.weights}"
-        " --model-cache {params.model_cache:q} > {log} 2>&1"
+        " --config {output.config:q} --info {output.info:q} --weights {output.weights:q}"
+        " --model-cache {params.model_cache:q} > {log:q} 2>&1"
 
 
 rule ttp_sft:
@@ -65,12 +65,12 @@ rule ttp_sft:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_sft.py{params.mode} --backbone $(dirname {input.backbone})"
-        " --sft {input.sft} --items {input.corpus} --examples {input.examples}"
+        "python -u workflow_scripts/ttp_sft.py{params.mode} --backbone \"$(dirname {input.backbone:q})\""
+        " --sft {input.sft:q} --items {input.corpus:q} --examples {input.examples:q}"
         " --seed {params.seed} --threads {threads}"
-        " --params {params.ttp:q} --adapter {output.adapter}"
-        " --adapter-weights {output.adapter_weights} --loss {output.loss}"
-        " --report {output.report} > {log} 2>&1"
+        " --params {params.ttp:q} --adapter {output.adapter:q}"
+        " --adapter-weights {output.adapter_weights:q} --loss {output.loss:q}"
+        " --report {output.report:q} > {log:q} 2>&1"
 
 
 # Decoupled-Stage's rewriter: the SFT recipe on the same targets, token loss only; the epoch
@@ -144,10 +144,10 @@ rule ttp_rewrites:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_rewrites.py --backbone $(dirname {input.backbone})"
-        " --adapter $(dirname {input.adapter}) --examples {input.examples}"
-        " --items {input.corpus} --threads {threads} --params {params.ttp:q}"
-        " --output {output.rewrites} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_rewrites.py --backbone \"$(dirname {input.backbone:q})\""
+        " --adapter \"$(dirname {input.adapter:q})\" --examples {input.examples:q}"
+        " --items {input.corpus:q} --threads {threads} --params {params.ttp:q}"
+        " --output {output.rewrites:q} > {log:q} 2>&1"
 
 
 rule ttp_rl:
@@ -176,7 +176,7 @@ rule ttp_rl:
         ),
         seed=config["seed"],
         selection=lambda w, input: (
-            f"--selection-from {input.selection}" if "selection" in input.keys() else ""
+            ["--selection-from", input.selection] if "selection" in input.keys() else []
         ),
     benchmark:
         bench("ttp", "ttp_rl", "rl_variant")
@@ -191,12 +191,12 @@ rule ttp_rl:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_rl.py --variant {wildcards.rl_variant}"
-        " --backbone $(dirname {input.backbone}) --sft-adapter $(dirname {input.adapter})"
-        " --sft {input.sft} --items {input.corpus} --examples {input.examples}"
-        " {params.selection} --seed {params.seed} --threads {threads}"
-        " --params {params.ttp:q} --adapter {output.adapter}"
-        " --adapter-weights {output.adapter_weights} --log {output.log}"
-        " --report {output.report} > {log} 2>&1"
+        " --backbone \"$(dirname {input.backbone:q})\" --sft-adapter \"$(dirname {input.adapter:q})\""
+        " --sft {input.sft:q} --items {input.corpus:q} --examples {input.examples:q}"
+        " {params.selection:q} --seed {params.seed} --threads {threads}"
+        " --params {params.ttp:q} --adapter {output.adapter:q}"
+        " --adapter-weights {output.adapter_weights:q} --log {output.log:q}"
+        " --report {output.report:q} > {log:q} 2>&1"
 
 
 rule ttp_dense_ft:
@@ -227,10 +227,10 @@ rule ttp_dense_ft:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_dense_ft.py --variant {wildcards.variant}"
-        " --examples {input.examples} --items {input.corpus} {params.rewrites}"
-        " --seed {params.seed} --threads {threads} --params {params.ttp:q} --model {output.model}"
-        " --weights {output.weights}"
-        " --report {output.report} > {log} 2>&1"
+        " --examples {input.examples:q} --items {input.corpus:q} {params.rewrites:q}"
+        " --seed {params.seed} --threads {threads} --params {params.ttp:q} --model {output.model:q}"
+        " --weights {output.weights:q}"
+        " --report {output.report:q} > {log:q} 2>&1"
 
 
 rule ttp_fusion:
@@ -263,10 +263,10 @@ rule ttp_fusion:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_fusion.py --kind {wildcards.fusion}"
-        " --examples {input.examples} --items {input.corpus} --dense-model {params.dense:q}"
+        " --examples {input.examples:q} --items {input.corpus:q} --dense-model {params.dense:q}"
         " --seed {params.seed} --threads {threads} --params {params.ttp:q}"
-        " --model {output.model} --weights {output.weights} --report {output.report}"
-        " > {log} 2>&1"
+        " --model {output.model:q} --weights {output.weights:q} --report {output.report:q}"
+        " > {log:q} 2>&1"
 
 
 rule ttp_teacher_rewrites:
@@ -292,10 +292,10 @@ rule ttp_teacher_rewrites:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_rewrites.py --backbone $(dirname {input.backbone})"
-        " --adapter $(dirname {input.adapter}) --examples {input.examples}"
-        " --items {input.corpus} --threads {threads} --params {params.ttp:q}"
-        " --output {output.rewrites} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_rewrites.py --backbone \"$(dirname {input.backbone:q})\""
+        " --adapter \"$(dirname {input.adapter:q})\" --examples {input.examples:q}"
+        " --items {input.corpus:q} --threads {threads} --params {params.ttp:q}"
+        " --output {output.rewrites:q} > {log:q} 2>&1"
 
 
 rule ttp_student:
@@ -325,10 +325,10 @@ rule ttp_student:
         "../envs/ttp.yaml"
     shell:
         "python -u workflow_scripts/ttp_student.py --variant {wildcards.student_variant}"
-        " --examples {input.examples} --rewrites {input.rewrites} --items {input.corpus}"
+        " --examples {input.examples:q} --rewrites {input.rewrites:q} --items {input.corpus:q}"
         " --seed {params.seed} --threads {threads} --params {params.ttp:q}"
-        " --model {output.model} --weights {output.weights}"
-        " --report {output.report} > {log} 2>&1"
+        " --model {output.model:q} --weights {output.weights:q}"
+        " --report {output.report:q} > {log:q} 2>&1"
 
 
 rule ttp_cache_store:
@@ -358,7 +358,7 @@ rule ttp_cache_store:
     conda:
         "../envs/ttp.yaml"
     shell:
-        "python -u workflow_scripts/ttp_cache_store.py --examples {input.examples}"
-        " --items {input.corpus} --models {params.models:q} --params {params.ttp:q}"
-        " --seed {params.seed} --threads {threads} --out-dir $(dirname {output.store})"
-        " --report {output.report} > {log} 2>&1"
+        "python -u workflow_scripts/ttp_cache_store.py --examples {input.examples:q}"
+        " --items {input.corpus:q} --models {params.models:q} --params {params.ttp:q}"
+        " --seed {params.seed} --threads {threads} --out-dir \"$(dirname {output.store:q})\""
+        " --report {output.report:q} > {log:q} 2>&1"

@@ -44,10 +44,10 @@ rule validation_items:
         "../envs/validation.yaml"
     shell:
         "python -u workflow_scripts/validation_items.py --domains {params.domains}"
-        " --benchmarks {input.benchmarks} --sentences {input.sentences} --edits {input.edits}"
-        " --params {params.validation:q} --seed {params.seed} --items {output.judge_items}"
-        " --human-items {output.human_items} --key {output.key} --report {output.report}"
-        " > {log} 2>&1"
+        " --benchmarks {input.benchmarks:q} --sentences {input.sentences:q} --edits {input.edits:q}"
+        " --params {params.validation:q} --seed {params.seed} --items {output.judge_items:q}"
+        " --human-items {output.human_items:q} --key {output.key:q} --report {output.report:q}"
+        " > {log:q} 2>&1"
 
 
 rule validation_judge:
@@ -74,11 +74,11 @@ rule validation_judge:
     conda:
         "../envs/validation.yaml"
     shell:
-        "python -u workflow_scripts/validation_judge.py --items {input.judge_items}"
+        "python -u workflow_scripts/validation_judge.py --items {input.judge_items:q}"
         " --params {params.judge:q} --seed {params.seed} --threads {threads}"
         " --cache {params.cache:q} --model-cache {params.model_cache:q}"
-        " --server-log {log.server} --judgements {output.judgements}"
-        " --report {output.report} > {log.main} 2>&1"
+        " --server-log {log.server:q} --judgements {output.judgements:q}"
+        " --report {output.report:q} > {log.main:q} 2>&1"
 
 
 rule validation_export:
@@ -107,10 +107,10 @@ rule validation_export:
     conda:
         "../envs/validation.yaml"
     shell:
-        "python -u workflow_scripts/validation_export.py --human-items {input.human_items}"
+        "python -u workflow_scripts/validation_export.py --human-items {input.human_items:q}"
         " --params {params.human:q} --dimensions {params.dimensions} --seed {params.seed}"
-        " --tasks {output.tasks} --config {output.config} --csv {output.csv}"
-        " --guide {output.guide} --assignment {output.assignment} > {log} 2>&1"
+        " --tasks {output.tasks:q} --config {output.config:q} --csv {output.csv:q}"
+        " --guide {output.guide:q} --assignment {output.assignment:q} > {log:q} 2>&1"
 
 
 rule validation_human:
@@ -143,13 +143,13 @@ rule validation_human:
     conda:
         "../envs/validation.yaml"
     shell:
-        "python -u workflow_scripts/validation_human.py --human-items {input.human_items}"
-        " --assignment {input.assignment} --judgements {input.judgements}"
+        "python -u workflow_scripts/validation_human.py --human-items {input.human_items:q}"
+        " --assignment {input.assignment:q} --judgements {input.judgements:q}"
         " --params {params.validation:q} --dimensions {params.dimensions} --seed {params.seed}"
-        " --simulated {output.simulated} --annotations {output.annotations}"
-        " --labels {output.labels} --adjudication {output.adjudication}"
-        " --agreement {output.agreement} --report {output.report}"
-        " > {log} 2>&1"
+        " --simulated {output.simulated:q} --annotations {output.annotations:q}"
+        " --labels {output.labels:q} --adjudication {output.adjudication:q}"
+        " --agreement {output.agreement:q} --report {output.report:q}"
+        " > {log:q} 2>&1"
 
 
 rule validation_tables:
@@ -191,14 +191,14 @@ rule validation_tables:
     conda:
         "../envs/validation.yaml"
     shell:
-        "python -u workflow_scripts/validation_tables.py --key {input.key}"
-        " --judgements {input.judgements} --judge-report {input.judge_report}"
-        " --labels {input.labels} --agreement {input.agreement}"
-        " --human-report {input.human_report} --paper-results {input.paper_results}"
+        "python -u workflow_scripts/validation_tables.py --key {input.key:q}"
+        " --judgements {input.judgements:q} --judge-report {input.judge_report:q}"
+        " --labels {input.labels:q} --agreement {input.agreement:q}"
+        " --human-report {input.human_report:q} --paper-results {input.paper_results:q}"
         " --params {params.validation:q} --seed {params.seed} --label {params.label:q}"
-        " --synthetic {params.synthetic} --ratings-csv {output.ratings_csv}"
-        " --agreement-csv {output.agreement_csv} --ratings-tex {output.ratings_tex}"
-        " --agreement-tex {output.agreement_tex} --figure {output.figure} > {log} 2>&1"
+        " --synthetic {params.synthetic} --ratings-csv {output.ratings_csv:q}"
+        " --agreement-csv {output.agreement_csv:q} --ratings-tex {output.ratings_tex:q}"
+        " --agreement-tex {output.agreement_tex:q} --figure {output.figure:q} > {log:q} 2>&1"
 
 
 if VALIDATION["enabled"]:

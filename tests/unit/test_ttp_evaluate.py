@@ -139,12 +139,16 @@ def test_decoupled_reads_the_rewriter_and_its_own_retriever():
         "decoupled_weights": "res/ttp/dense/decoupled/model.safetensors",
         "rewrites": "res/ttp/B/rewrites.json",
     }
-    assert rewrites_option(inputs) == "--rewrites res/ttp/B/rewrites.json"
+    assert rewrites_option(inputs) == ["--rewrites", "res/ttp/B/rewrites.json"]
     # the retriever trains on every set's rewrites; the other variants read none
     ft = dense_ft_inputs(config, "decoupled")
     assert ft == {"rewrites": ["res/ttp/A/rewrites.json", "res/ttp/B/rewrites.json"]}
-    assert rewrites_option(ft) == "--rewrites res/ttp/A/rewrites.json res/ttp/B/rewrites.json"
-    assert dense_ft_inputs(config, "dense") == {} and rewrites_option({}) == ""
+    assert rewrites_option(ft) == [
+        "--rewrites",
+        "res/ttp/A/rewrites.json",
+        "res/ttp/B/rewrites.json",
+    ]
+    assert dense_ft_inputs(config, "dense") == {} and rewrites_option({}) == []
     config["ttp"]["dense"]["fine_tune"] = False  # no fine-tuning: the base model, no folder
     assert run_models(config, "decoupled") == {"decoupled": "base"}
     assert "decoupled" not in run_inputs(config, "decoupled", "B")

@@ -234,7 +234,7 @@ def test_kuaisearch_as_the_training_source_names_its_folder():
         "ttp": {"source": "kuaisearch", "kuaisearch_dir": "data/K", "personalwab_dir": None},
     }
     assert example_inputs(config, "KuaiSearch") == {}
-    assert example_source_args(config, {}) == "--kuaisearch-dir data/K"
+    assert example_source_args(config, {}) == ["--kuaisearch-dir", "data/K"]
 
 
 def test_public_claim_reads_only_the_cells_table5_shows():

@@ -266,32 +266,33 @@ def example_inputs(config: Mapping, example_set: str) -> dict[str, str]:
     }
 
 
-def example_source_args(config: Mapping, inputs: Mapping[str, str]) -> str:
-    """Command-line options naming where ``ttp_examples`` reads its source."""
-    args = [f"--{key.replace('_', '-')} {path}" for key, path in inputs.items()]
+def example_source_args(config: Mapping, inputs: Mapping[str, str]) -> list[str]:
+    """Command-line options naming where ``ttp_examples`` reads its source (argv words, for
+    a shell command that quotes each: ``{params.sources:q}``)."""
+    args = [a for key, path in inputs.items() for a in (f"--{key.replace('_', '-')}", path)]
     for key in ("personalwab_dir", "kuaisearch_dir"):
         if config["ttp"].get(key):
-            args.append(f"--{key.replace('_', '-')} {config['ttp'][key]}")
-    return " ".join(args)
+            args += [f"--{key.replace('_', '-')}", config["ttp"][key]]
+    return args
 
 
-def run_specs(config: Mapping) -> str:
-    """``SET:METHOD:PATH`` of every run, for ``ttp_evaluate``."""
+def run_specs(config: Mapping) -> list[str]:
+    """``SET:METHOD:PATH`` of every run, for ``ttp_evaluate`` (argv words)."""
     res = config["results_dir"]
-    return " ".join(
+    return [
         f"{s}:{m}:{res}/ttp/{s}/runs/{m}.trec"
         for s in example_sets(config)
         for m in config["ttp"]["methods"]
-    )
+    ]
 
 
-def rewrites_option(inputs: Mapping) -> str:
-    """``--rewrites PATH...`` for the decoupled baseline and its retriever's fine-tuning
-    (the rewriter's rewrites), else nothing."""
+def rewrites_option(inputs: Mapping) -> list[str]:
+    """``--rewrites PATH...`` (argv words) for the decoupled baseline and its retriever's
+    fine-tuning (the rewriter's rewrites), else nothing."""
     if "rewrites" not in inputs:
-        return ""
+        return []
     paths = inputs["rewrites"]
-    return "--rewrites " + " ".join([paths] if isinstance(paths, str) else list(paths))
+    return ["--rewrites", *([paths] if isinstance(paths, str) else list(paths))]
 
 
 def run_params(config: Mapping, method: str, extra: tuple[str, ...] = ()) -> str:
