@@ -14,6 +14,7 @@ import math
 import pandas as pd
 import pytest
 
+from personalir.common.bootstrap import bootstrap_replicates
 from personalir.retrieval.metrics import (
     METRICS,
     MetricSettings,
@@ -22,7 +23,7 @@ from personalir.retrieval.metrics import (
     parse_metric,
     per_query_frame,
 )
-from personalir.retrieval.stats import bootstrap_replicates, bootstrap_summary
+from personalir.retrieval.stats import bootstrap_summary
 
 SPEC = [
     # query_id, product, user, pair, kind, role, text, rank

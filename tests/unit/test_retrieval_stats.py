@@ -4,14 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from personalir.retrieval.stats import (
-    bootstrap_replicates,
-    bootstrap_summary,
-    holm,
-    paired_differences,
-    paired_randomisation_test,
-    ratio,
-)
+from personalir.common.bootstrap import bootstrap_replicates, paired_randomisation_test, ratio
+from personalir.retrieval.stats import bootstrap_summary, holm, paired_differences
 
 
 def _units(num, den=None):

@@ -23,15 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from personalir.common.bootstrap import sign_matrix, two_sided_p
 from personalir.common.io import atomic_open, read_parquet
 from personalir.retrieval.metrics import MetricSettings, parse_metric, restrict_to_common
-from personalir.retrieval.stats import (
-    bootstrap_summary,
-    holm,
-    paired_differences,
-    sign_matrix,
-    two_sided_p,
-)
+from personalir.retrieval.stats import bootstrap_summary, holm, paired_differences
 
 AVERAGE = "Average"
 

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from personalir.common.seeding import derive_seed, rng
+from personalir.common.bootstrap import mean_interval
+from personalir.common.seeding import rng
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -229,11 +230,6 @@ def evaluate_model(model, x_test: np.ndarray, plan: EvaluationPlan) -> dict:
 def bootstrap_ci(
     values: np.ndarray, *, n_boot: int, level: float, seed: int
 ) -> tuple[float, float]:
-    values = np.asarray(values, dtype=float)
-    if values.size == 0 or n_boot <= 0:
-        return float("nan"), float("nan")
-    gen = np.random.default_rng(derive_seed(seed, "bootstrap"))
-    idx = gen.integers(values.size, size=(n_boot, values.size))
-    means = values[idx].mean(1)
-    alpha = (1 - level) / 2
-    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+    """Percentile bootstrap CI of the mean over users (:func:`mean_interval`), drawn from
+    ``rng(seed, "bootstrap")``; NaN without values or resamples."""
+    return mean_interval(values, n_boot, level, rng(seed, "bootstrap"))

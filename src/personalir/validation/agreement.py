@@ -16,7 +16,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from personalir.common.seeding import derive_seed
+from personalir.common.bootstrap import percentile_interval, resample_indices
+from personalir.common.seeding import rng
 
 
 def _alpha(matrix: np.ndarray, level: str) -> float:
@@ -97,18 +98,15 @@ def agreement(
         return out
     if np.isnan(alpha) or np.isnan(kappa):
         out["note"] = "undefined: the primaries used a single label"
-    rng = np.random.default_rng(derive_seed(seed, "agreement-bootstrap", dimension.name))
+    # A bootstrap of two agreement statistics over items (not means): the resamples are the
+    # draws scipy.stats.bootstrap would make; both statistics are computed on each.
+    gen = rng(seed, "agreement-bootstrap", dimension.name)
     alphas, kappas = [], []
-    for _ in range(n_boot):
-        cols = rng.integers(0, len(items), size=len(items))
+    for cols in resample_indices(len(items), n_boot, gen):
         alphas.append(_alpha(matrix[:, cols], level))
         kappas.append(_kappa(first[cols], second[cols], weights, n_labels))
-    tail = (1.0 - ci) / 2.0
     for name, reps in (("alpha", alphas), ("kappa", kappas)):
-        reps = np.asarray(reps)
-        reps = reps[~np.isnan(reps)]
-        if reps.size and not np.isnan(out[name]):
-            out[f"{name}_ci_low"], out[f"{name}_ci_high"] = (
-                float(q) for q in np.quantile(reps, [tail, 1.0 - tail])
-            )
+        if not np.isnan(out[name]):
+            lo, hi = percentile_interval(np.asarray(reps, dtype=float), ci)
+            out[f"{name}_ci_low"], out[f"{name}_ci_high"] = lo, hi
     return out

@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from personalir.common.seeding import derive_seed
+from personalir.common.bootstrap import mean_interval
+from personalir.common.seeding import rng
 
 #: (row name as in the paper's table, dimension, unit)
 MEASURES = (
@@ -81,10 +82,8 @@ def measures(
         value = float(values.mean()) if n else float("nan")
         low = high = float("nan")
         if n > 1 and bootstrap > 0:
-            rng = np.random.default_rng(derive_seed(seed, "validation-measure", name))
-            means = values[rng.integers(0, n, size=(bootstrap, n))].mean(axis=1)
-            alpha = (1.0 - confidence) / 2.0
-            low, high = (float(q) for q in np.quantile(means, [alpha, 1.0 - alpha]))
+            gen = rng(seed, "validation-measure", name)
+            low, high = mean_interval(values, bootstrap, confidence, gen)
         rows.append(
             {
                 "measure": name,

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from personalir.common.bootstrap import mean_interval, paired_difference_interval
 from personalir.common.io import read_json, write_json, write_parquet
 from personalir.common.seeding import rng
 from personalir.retrieval.runio import read_run
@@ -38,14 +39,9 @@ from personalir.ttp.model.search import MEASURES, per_query_measures
 
 
 def bootstrap_ci(values: np.ndarray, samples: int, confidence: float, seed: int, *names):
-    values = np.asarray(values, dtype=float)
-    if values.size == 0:
-        return float("nan"), float("nan")
-    idx = rng(seed, "ttp_bootstrap", *names).integers(0, values.size, (samples, values.size))
-    means = values[idx].mean(axis=1)
-    alpha = (1.0 - confidence) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return float(lo), float(hi)
+    """Percentile bootstrap CI of the mean of ``values`` (:func:`mean_interval`), drawn from
+    ``rng(seed, "ttp_bootstrap", *names)``; NaN when there are no values."""
+    return mean_interval(values, samples, confidence, rng(seed, "ttp_bootstrap", *names))
 
 
 def summarise(
@@ -104,8 +100,12 @@ def paired_difference(
     b = sub[sub["method"] == method_b].set_index("example_id")[measure]
     common = a.index.intersection(b.index)
     diff = (a.loc[common] - b.loc[common]).to_numpy(dtype=float)
-    lo, hi = bootstrap_ci(
-        diff, samples, confidence, seed, "paired", method_a, method_b, measure, *where.values()
+    lo, hi = paired_difference_interval(
+        a.loc[common].to_numpy(dtype=float),
+        b.loc[common].to_numpy(dtype=float),
+        samples,
+        confidence,
+        rng(seed, "ttp_bootstrap", "paired", method_a, method_b, measure, *where.values()),
     )
     b_lo, b_hi = bootstrap_ci(
         b.loc[common].to_numpy(dtype=float),

@@ -35,7 +35,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from personalir.common.bootstrap import bootstrap_replicates, percentile_interval, ratio
+from personalir.common.bootstrap import (
+    bootstrap_replicates,
+    paired_randomisation_test,
+    percentile_interval,
+    ratio,
+)
 from personalir.common.device import ttp_device
 from personalir.common.io import read_json, write_json, write_text
 from personalir.common.seeding import rng
@@ -47,11 +52,7 @@ from personalir.retrieval.metrics import (
     restrict_to_common,
 )
 from personalir.retrieval.runio import read_run
-from personalir.retrieval.stats import (
-    bootstrap_summary,
-    paired_differences,
-    paired_randomisation_test,
-)
+from personalir.retrieval.stats import bootstrap_summary, paired_differences
 from personalir.retrieval.summary import write_csv
 from personalir.ttp.evaluation.names import MODE_LABELS, PAIR_ROLES, parse_set_name
 from personalir.ttp.inputs.data import item_fields, pqb_examples, read_examples, write_examples

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from personalir.common.bootstrap import paired_difference_interval
 from personalir.common.claims import not_applicable, verdict
 from personalir.common.device import ttp_device
 from personalir.common.io import write_json, write_parquet
@@ -205,7 +206,7 @@ def _paired(frame, a: str, b: str, set_name: str, measure: str):
     x = sub[sub["method"] == a].set_index("example_id")[measure]
     y = sub[sub["method"] == b].set_index("example_id")[measure]
     common = x.index.intersection(y.index)
-    return (x.loc[common] - y.loc[common]).to_numpy(float)
+    return x.loc[common].to_numpy(float), y.loc[common].to_numpy(float)
 
 
 def generalises(
@@ -237,12 +238,10 @@ def generalises(
             if gap < worst:
                 worst, cell = gap, (set_name, measure, rival)
     set_name, measure, rival = cell
-    diff = _paired(frame, "ttp_rl", rival, set_name, measure)
-    idx = rng(seed, "ttp_public_claim", set_name, measure).integers(
-        0, len(diff), (samples, len(diff))
+    mine, theirs = _paired(frame, "ttp_rl", rival, set_name, measure)
+    lo, hi = paired_difference_interval(
+        mine, theirs, samples, confidence, rng(seed, "ttp_public_claim", set_name, measure)
     )
-    alpha = (1 - confidence) / 2
-    lo, hi = np.quantile(diff[idx].mean(axis=1), [alpha, 1 - alpha])
     rl_vs_sft = {
         f"{s} {m}": float(
             frame[(frame["set"] == s) & (frame["method"] == "ttp_rl")][m].mean()

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from personalir.common.bootstrap import quantile_interval, resample_indices
 from personalir.common.io import read_json
 from personalir.ttp.inputs.data import Example
 from personalir.ttp.inputs.relevance_set import GradedPair, spearman
@@ -81,7 +82,11 @@ def spearman_draws(
     """``sum(weight * Spearman(scores, labels))`` over ``terms`` (``(scores, weight)``, each
     scores array aligned with ``query_ids`` and ``labels``) on the pairs as given (None when a
     term is undefined), and ``samples`` bootstrap draws of it that resample queries with
-    replacement, all of a drawn query's pairs coming along (NaN where a term is undefined)."""
+    replacement, all of a drawn query's pairs coming along (NaN where a term is undefined).
+
+    A cluster bootstrap of a rank correlation, not a mean: the resamples are the draws
+    ``scipy.stats.bootstrap`` would make (:func:`resample_indices`, sorted query ids), the
+    statistic is evaluated here, one resample at a time."""
     labels = np.asarray(labels, dtype=float)
     columns = [(np.asarray(s, dtype=float), float(w)) for s, w in terms]
     groups: dict[str, list[int]] = {}
@@ -102,7 +107,7 @@ def spearman_draws(
     value = contrast(None)
     draws = np.full(max(int(samples), 0), np.nan)
     if blocks:
-        picks = gen.integers(0, len(blocks), (len(draws), len(blocks)))
+        picks = resample_indices(len(blocks), len(draws), gen)
         for k, row in enumerate(picks):
             got = contrast(np.concatenate([blocks[j] for j in row]))
             if got is not None:
@@ -115,9 +120,7 @@ def percentile_ci(draws: np.ndarray, confidence: float) -> tuple[float | None, f
     kept = draws[np.isfinite(draws)]
     if not len(draws) or len(kept) * 2 < len(draws):
         return None, None
-    alpha = (1.0 - confidence) / 2
-    lo, hi = np.quantile(kept, [alpha, 1 - alpha])
-    return float(lo), float(hi)
+    return quantile_interval(kept, confidence)
 
 
 def bootstrap_spearman(

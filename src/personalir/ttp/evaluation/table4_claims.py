@@ -36,10 +36,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
-from personalir.common.bootstrap import bootstrap_group_means
+from personalir.common.bootstrap import bootstrap_group_means, difference_of_means_interval
 from personalir.common.claims import not_applicable, verdict
 from personalir.common.seeding import rng
 from personalir.ttp.evaluation.contrasts import paired_avg_difference, per_set_contrasts, set_means
@@ -240,20 +239,18 @@ def _gain_broad_vs_general(frame, claim, table4, uses_history, kw):
     if not all(len(v) for v in diffs.values()):
         return not_applicable(claim, "Broad or General has no test queries")
     margin = float(diffs["Broad"].mean() - diffs["General"].mean())
-    gen = rng(kw["seed"], "table4_claim", claim["id"])
-    boots = np.empty(kw["samples"])
-    for i in range(kw["samples"]):
-        boots[i] = (
-            diffs["Broad"][gen.integers(0, len(diffs["Broad"]), len(diffs["Broad"]))].mean()
-            - diffs["General"][gen.integers(0, len(diffs["General"]), len(diffs["General"]))].mean()
-        )
-    alpha = (1 - kw["confidence"]) / 2
-    lo, hi = np.quantile(boots, [alpha, 1 - alpha])
+    lo, hi = difference_of_means_interval(
+        diffs["Broad"],
+        diffs["General"],
+        kw["samples"],
+        kw["confidence"],
+        rng(kw["seed"], "table4_claim", claim["id"]),
+    )
     return _held(
         claim,
         margin,
-        float(lo),
-        float(hi),
+        lo,
+        hi,
         f"R@20 gain of ttp_rl over {base}: Broad {100 * diffs['Broad'].mean():+.2f}, "
         f"General {100 * diffs['General'].mean():+.2f} pts",
         (
