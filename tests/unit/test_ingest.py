@@ -128,6 +128,11 @@ BAD_REVIEWS = [
     ("parent_asin_slash", line(review(38, parent_asin="P/38")), "bad_id"),
     ("asin_tab", line(review(39, asin="A\t39")), "bad_id"),
     ("user_id_control", line(review(40, user_id="U\x0140")), "bad_id"),
+    ("user_id_zero_width", line(review(43, user_id="U\u200b43")), "bad_id"),
+    ("parent_asin_zero_width_joiner", line(review(44, parent_asin="P\u200d44")), "bad_id"),
+    ("asin_byte_order_mark", line(review(45, asin="A\ufeff45")), "bad_id"),
+    ("user_id_nul", line(review(46, user_id="U\x0046")), "bad_id"),
+    ("parent_asin_word_joiner", line(review(47, parent_asin="P\u206047")), "bad_id"),
     ("line_too_long", line(review(41, text="long " * 220_000)), "line_too_long"),
     ("duplicate", good_line(DUP_OF), "duplicate_review"),
     ("truncated_final_line", good_line(24)[:40], "truncated_final_line"),
@@ -163,6 +168,21 @@ def test_strict_names_file_line_and_reason(tmp_path, kind, bad, reason):
     assert str(err).startswith(f"reviews.jsonl:3: {reason}: ")
     assert not out.exists()
     assert list(tmp_path.iterdir()) == [src]  # no temp files left behind
+
+
+def test_invisible_characters_in_text_are_kept_and_counted(tmp_path):
+    """NUL and zero-width characters inside a review's text or title are not an error (the
+    text is the user's), but every record holding one is counted per field."""
+    body = (
+        good_line(0)
+        + line(review(1, text="good\u200bstrap"))
+        + line(review(2, text="nul\x00 inside", title="a\u2060title"))
+        + good_line(3)
+    )
+    src = write(tmp_path / "r.jsonl", body)
+    report = ingest_reviews(src, tmp_path / "r.parquet", policy="strict")
+    assert report["records_written"] == 4
+    assert report["invisible_characters"] == {"title": 1, "text": 2}
 
 
 def test_strict_missing_field_message(tmp_path):
@@ -569,6 +589,7 @@ BAD_PRODUCTS = [
     ("images_not_objects", product(20, images=["https://x"]), "wrong_type"),
     ("title_blank", product(21, title=" \u200b\u00a0"), "empty_title"),
     ("parent_asin_slash", product(22, parent_asin="P/22"), "bad_id"),
+    ("parent_asin_zero_width", product(24, parent_asin="P\u200b24"), "bad_id"),
     (
         "details_duplicate_key",
         line(product(23, details={"Brand": "A"})).replace(

@@ -50,8 +50,11 @@ _BLANK_START = frozenset(
     [chr(c) for c in range(0x3000 + 1) if chr(c).isspace()] + list(_ZERO_WIDTH)
 )
 _CONTENT = re.compile(rf"[^\s{_ZERO_WIDTH}]")
-#: An id: no whitespace, no ``/`` (ids become file names and join keys), no control character.
-_ID = re.compile(r"[^\s/\x00-\x1f\x7f]+")
+#: An id: no whitespace, no ``/`` (ids become file names and join keys), no control character
+#: and no zero-width character (two ids that look the same must be the same id).
+_ID = re.compile(rf"[^\s/\x00-\x1f\x7f{_ZERO_WIDTH}]+")
+#: Characters that a text may hold but no reader sees: NUL and the zero-width ones (counted).
+_INVISIBLE = re.compile(rf"[\x00{_ZERO_WIDTH}]")
 _PRICE_AMOUNT = re.compile(r"\$?\s*((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)")
 _PRICE_NULL_STRINGS = frozenset({"", "none", "null", "nan", "n/a", "na", "-", "--", "—"})
 _dumps = orjson.dumps
@@ -210,7 +213,9 @@ def _check_id(name: str, value: str) -> None:
     if not value.encode().isalnum() and _ID.fullmatch(value) is None:
         bad = next(c for c in value if not _ID.fullmatch(c))
         raise BadRecord(
-            "bad_id", name, f"{name!r} {value!r} holds {bad!r} (whitespace, '/' or a control char)"
+            "bad_id",
+            name,
+            f"{name!r} {value!r} holds {bad!r} (whitespace, '/', a control or zero-width char)",
         )
 
 
@@ -283,6 +288,11 @@ def _diagnose_review(obj: dict, min_ms: int, max_ms: int, limits: str) -> None:
         )
 
 
+def _invisible_counts(found: Counter[str], fields: tuple[str, ...]) -> dict[str, int]:
+    """Records per field whose text holds NUL or a zero-width character (kept, counted)."""
+    return {f: found.get(f, 0) for f in fields}
+
+
 class ReviewConverter:
     """Review dict -> row. One combined predicate accepts good records; any failure is handed
     to :func:`_diagnose_review`, which names the first failing check (it must raise)."""
@@ -300,9 +310,10 @@ class ReviewConverter:
             raise ValueError(f"min_date {min_date} must be before max_date {max_date}")
         self.min_date, self.max_date = min_date, max_date
         self.limits_text = f"[{min_date}, {max_date}) (data.ingest.min_date, max_date)"
+        self.invisible: Counter[str] = Counter()
 
     def stats(self) -> dict:
-        return {}
+        return {"invisible_characters": _invisible_counts(self.invisible, ("title", "text"))}
 
     def limits(self) -> dict:
         return {"min_date": self.min_date, "max_date": self.max_date}
@@ -357,6 +368,10 @@ class ReviewConverter:
             raise AssertionError(f"review rejected by the fast path but not diagnosed: {obj!r}")
         if not _REVIEW_KEYS.issuperset(obj):
             self.unknown_fields.update(k for k in obj if k not in REVIEW_FIELDS)
+        if _INVISIBLE.search(text):
+            self.invisible["text"] += 1
+        if title is not None and _INVISIBLE.search(title):
+            self.invisible["title"] += 1
         if images is not None:
             images = "[]" if not images else _dumps(images).decode()
         # The UTF-8 of the f-string in review_id, from the ids' bytes already made above.
@@ -394,6 +409,7 @@ class MetaConverter:
         self.unknown_fields: Counter[str] = Counter()
         self.price_outcomes: Counter[str] = Counter()
         self.details_stringified = 0
+        self.invisible: Counter[str] = Counter()
 
     def limits(self) -> dict:
         return {}
@@ -403,6 +419,7 @@ class MetaConverter:
         return {
             "meta_price": {k: self.price_outcomes.get(k, 0) for k in outcomes},
             "details_values_stringified": self.details_stringified,
+            "invisible_characters": _invisible_counts(self.invisible, ("title", "description")),
         }
 
     def _price(self, obj: dict) -> tuple[float | None, str | None, str]:
@@ -468,6 +485,10 @@ class MetaConverter:
             )
         self.seen.add(parent_asin)
         self.price_outcomes[price_outcome] += 1
+        if title is not None and _INVISIBLE.search(title):
+            self.invisible["title"] += 1
+        if description and any(_INVISIBLE.search(d) for d in description):
+            self.invisible["description"] += 1
         if not META_FIELDS.issuperset(obj):
             self.unknown_fields.update(k for k in obj if k not in META_FIELDS)
         return (
