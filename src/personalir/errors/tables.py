@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from personalir.common.domains import display_label
-from personalir.common.latex import dataframe_to_latex
+from personalir.common.latex import HEADER_WIDTH, dataframe_to_latex
 from personalir.errors.labels import MECHANISM_LABELS
 from personalir.errors.mechanisms import MECHANISM_NAMES
 from personalir.errors.profiles import ProfileSet
@@ -187,7 +187,13 @@ def statistics_latex(df: pd.DataFrame, *, label: str, backends: list[str]) -> st
         f"\\texttt{{{label}}}; backends: {', '.join(backends)}). No-error users have no "
         "character-level edit and get the documented fallback profile (the domain's)."
     )
-    return dataframe_to_latex(table, caption=caption, label="tab:error-statistics", floatfmt=".2f")
+    return dataframe_to_latex(
+        table,
+        caption=caption,
+        label="tab:error-statistics",
+        floatfmt=".2f",
+        header_width=HEADER_WIDTH,
+    )
 
 
 def mechanisms_latex(df: pd.DataFrame, *, label: str) -> str:

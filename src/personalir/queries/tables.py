@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from personalir.common.domains import display_label
 from personalir.common.io import atomic_path, read_json, write_text
-from personalir.common.latex import dataframe_to_latex
+from personalir.common.latex import HEADER_WIDTH, dataframe_to_latex
 from personalir.queries.benchmark_format import read_benchmark
 
 log = logging.getLogger("personalir.queries")
@@ -115,6 +115,31 @@ def identifiability_frame(domains, select_reports) -> pd.DataFrame:
     return pd.concat([df, pd.DataFrame([avg])], ignore_index=True)
 
 
+def filters_latex(filters: pd.DataFrame, *, caption: str) -> str:
+    """The filter report turned on its side: one row per count in pipeline order, one column
+    per domain and backend (each domain over its backends), so the table widens with the
+    domains and backends, not with the filters' long names."""
+    counts = [c for c in filters.columns if c not in ("Domain", "Backend")]
+    turned = pd.DataFrame({"Candidates": counts})
+    groups: list[tuple[str, int]] = [("", 1)]
+    labels = ["Candidates"]
+    for i, row in filters.reset_index(drop=True).iterrows():
+        turned[f"column {i}"] = [row[c] for c in counts]
+        labels.append(str(row["Backend"]))
+        if groups[-1][0] == row["Domain"]:
+            groups[-1] = (row["Domain"], groups[-1][1] + 1)
+        else:
+            groups.append((row["Domain"], 1))
+    return dataframe_to_latex(
+        turned,
+        caption=caption,
+        label="tab:pqb-filters",
+        floatfmt=".0f",
+        header_groups=groups,
+        column_labels=labels,
+    )
+
+
 class IdentifiabilityCheckError(RuntimeError):
     """The share of pairs attributed to their own users is below ``min_share``."""
 
@@ -145,20 +170,21 @@ def run_tables(domains, inputs: dict, out: dict, params: dict, config_label: str
             ),
             label="tab:pqb-datasheet",
             midrule_before=[len(sheet) - 1],
+            header_width=HEADER_WIDTH,
+            column_sep="4pt",
+            fit_width=True,
         ),
     )
     write_text(
         out["filters_tex"],
-        dataframe_to_latex(
+        filters_latex(
             filters,
             caption=(
-                "Candidate queries per generation backend, how many each validity filter "
-                "removed (in order, a candidate counted at the first it fails) and how many "
-                "entered a pair. Configuration: "
+                "Candidate queries per domain and generation backend, how many each validity "
+                "filter removed (in order, a candidate counted at the first it fails) and how "
+                "many entered a pair. Configuration: "
                 f"\\texttt{{{config_label}}}."
             ),
-            label="tab:pqb-filters",
-            floatfmt=".0f",
         ),
     )
     ident_tex = ident.copy()
@@ -179,6 +205,7 @@ def run_tables(domains, inputs: dict, out: dict, params: dict, config_label: str
             label="tab:pqb-identifiability",
             floatfmt=".1f",
             midrule_before=[len(ident_tex) - 1],
+            header_width=HEADER_WIDTH,
         ),
     )
     check = params["identifiability"]

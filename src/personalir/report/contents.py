@@ -176,7 +176,8 @@ def contents_tex(doc: str) -> str:
         r"\caption{The paper's tables and figures and where ours are. Absent ones say why; "
         r"items marked + are not in the paper. " + escape(UNCOVERED[doc]) + "}",
         rf"\label{{tab:{doc}-contents}}",
-        r"\begin{tabular}{lp{0.42\linewidth}p{0.3\linewidth}}",
+        # Every column wraps: an item's name ("Robustness against the paper +") is long.
+        r"\begin{tabular}{p{0.24\linewidth}p{0.4\linewidth}p{0.26\linewidth}}",
         r"\toprule",
         r"Paper & Shows & Here \\",
         r"\midrule",

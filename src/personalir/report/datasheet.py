@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from personalir.common.domains import display_label
-from personalir.common.latex import dataframe_to_latex
+from personalir.common.latex import HEADER_WIDTH, dataframe_to_latex
 
 # Column name -> (stage report, key). Later stages append their own entries.
 DATA_COLUMNS = {
@@ -48,4 +48,5 @@ def statistics_latex(df: pd.DataFrame, label: str) -> str:
         ),
         label="tab:dataset-statistics",
         midrule_before=[len(df) - 1],
+        header_width=HEADER_WIDTH,
     )

@@ -19,14 +19,14 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from personalir.common.io import atomic_open
-from personalir.common.latex import escape
+from personalir.common.latex import SHRINK_TO_LINE, escape
 from personalir.common.plotting import palette, pyplot, save
 from personalir.report import claims as cl
 
@@ -86,6 +86,9 @@ class Compared:
     units: dict[str, str]
     rows: list[tuple[str, str, dict[str, float], dict[str, cl.Cell]]]  # paper, ours, values
     note: str
+    #: Our rows evaluated on a subset of what the others were (an LLM reranker scores a
+    #: sample of the pairs): our row's label -> how many, e.g. ``9 of 157 pairs``.
+    subsets: dict[str, str] = field(default_factory=dict)
 
     def records(self) -> list[dict]:
         out = []
@@ -115,7 +118,24 @@ def _units(spec: Mapping) -> dict[str, str]:
     return {c: per.get(c, spec.get("unit", "count")) for c in cols}
 
 
-def _retrieval(ctx: cl.Context, key: str, spec: Mapping) -> tuple[list, str]:
+#: What the retrieval tables' ``pairs`` count, by paper table.
+PAIR_UNITS = {"flip_rrstd": "syntactic pairs", "degradation": "writing-error pairs"}
+
+
+def _subsets(frame: pd.DataFrame, stand: Mapping[str, cl.StandIn], unit: str) -> dict[str, str]:
+    """Stand-ins evaluated on fewer pairs than the most of any retriever (the table's
+    ``pairs`` column, summed over domains on the Average rows): label -> ``n of N <unit>``."""
+    if "pairs" not in frame.columns or frame.empty:
+        return {}
+    most = int(frame["pairs"].max())
+    out = {}
+    for s in stand.values():
+        if s.retriever in frame.index and int(frame.loc[s.retriever, "pairs"]) < most:
+            out[s.label] = f"{int(frame.loc[s.retriever, 'pairs'])} of {most} {unit}"
+    return out
+
+
+def _retrieval(ctx: cl.Context, key: str, spec: Mapping) -> tuple[list, str, dict]:
     frame, how = cl.average_rows(ctx.table(key), "retriever")
     stand = cl.stand_ins(ctx.config, ctx.table(key))
     ours_cols = {}
@@ -132,7 +152,11 @@ def _retrieval(ctx: cl.Context, key: str, spec: Mapping) -> tuple[list, str]:
         cells = {c: cl.cell_of(frame.loc[s.retriever], oc, scale) for c, oc in ours_cols.items()}
         rows.append((paper_row, s.label, values, cells))
     cols = ", ".join(f"{c} = our {oc}" for c, oc in ours_cols.items() if c != oc)
-    return rows, f"ours: {how}" + (f"; {cols}" if cols else "")
+    return (
+        rows,
+        f"ours: {how}" + (f"; {cols}" if cols else ""),
+        _subsets(frame, stand, PAIR_UNITS.get(key, "pairs")),
+    )
 
 
 def _by_id(table: str, key: str, ids: Mapping[str, str], ours_cols: Mapping[str, str]):
@@ -181,7 +205,7 @@ def _dataset(ctx: cl.Context, _key: str, spec: Mapping) -> tuple[list, str]:
 ATTRIBUTION_COLUMNS = {"Balanced Attr.": "balanced", "AUROC": "auroc"}
 ATTRIBUTION_COLUMNS |= {"Full-profile Attr.": "full_profile"}
 SAMPLING_COLUMNS = {"Top-1": "top1", "MRR": "mrr", "Single-query Top-1": "single_query_top1"}
-#: Paper table key -> function(context, key, the paper's spec) -> (rows, note).
+#: Paper table key -> function(context, key, the paper's spec) -> (rows, note[, subsets]).
 SPECS: dict[str, Callable] = {
     "dataset": _dataset,
     "flip_rrstd": _retrieval,
@@ -194,14 +218,16 @@ SPECS: dict[str, Callable] = {
 def compare(ctx: cl.Context, key: str, spec: Mapping) -> Compared:
     """The paper's ``spec`` (its YAML table ``key``) with ours beside it."""
     units = _units(spec)
+    subsets: dict[str, str] = {}
     try:
-        rows, note = SPECS[key](ctx, key, spec)
+        rows, note, *more = SPECS[key](ctx, key, spec)
+        subsets = more[0] if more else {}
     except cl.NotApplicable as exc:
         rows = [(r, "", v, {}) for r, v in spec["rows"].items()]
         note = f"ours absent: {exc.args[0]}"
     if missing := [p for p, o, _, _ in rows if not o]:
         note += f"; no counterpart here for {', '.join(missing)}"
-    return Compared(key, list(spec["columns"]), units, rows, note)
+    return Compared(key, list(spec["columns"]), units, rows, note, subsets)
 
 
 def compare_all(results_dir: str | Path, config: Mapping, paper: str | Path) -> list[Compared]:
@@ -232,11 +258,30 @@ def _units_text(units: Mapping[str, str]) -> str:
     return "; ".join(f"{' and '.join(cols)} {word(u)}" for u, cols in groups.items())
 
 
+def _same_name(a: str, b: str) -> bool:
+    return a.replace("_", " ").casefold() == b.replace("_", " ").casefold()
+
+
+def _row_name(paper_row: str, ours_row: str, subset: bool) -> str:
+    """The paper's row name, and under it (smaller, italic) ours standing in for it where the
+    name differs (one column for both keeps the table within the line)."""
+    mark = r"$^\dagger$" if subset else ""
+    if not ours_row:  # no counterpart here: its values print "--", the caption says why
+        return escape(paper_row)
+    if _same_name(paper_row, ours_row):
+        return escape(ours_row) + mark
+    return (
+        rf"\begin{{tabular}}[t]{{@{{}}l@{{}}}}{escape(paper_row)}\\"
+        rf"\footnotesize\emph{{{escape(ours_row)}}}{mark}\end{{tabular}}"
+    )
+
+
 def latex(table: Compared, label: str, *, synthetic: bool) -> str:
-    """The table in booktabs, paper's value then ours for every measure."""
+    """The table in booktabs, paper's value then ours for every measure; one column names the
+    paper's row and, below it, ours standing in for it."""
     n = len(table.columns)
     head = " & ".join(rf"\multicolumn{{2}}{{c}}{{{escape(c)}}}" for c in table.columns)
-    rules = "".join(rf"\cmidrule(lr){{{3 + 2 * i}-{4 + 2 * i}}}" for i in range(n))
+    rules = "".join(rf"\cmidrule(lr){{{2 + 2 * i}-{3 + 2 * i}}}" for i in range(n))
     what = _units_text(table.units)
     sample = (
         " This configuration's data are synthetic: ours exercise the pipeline and say "
@@ -244,24 +289,37 @@ def latex(table: Compared, label: str, *, synthetic: bool) -> str:
         if synthetic
         else ""
     )
+    subsets = ""
+    if table.subsets:
+        by_text: dict[str, list[str]] = {}
+        for ours_row, text in table.subsets.items():
+            by_text.setdefault(text, []).append(escape(ours_row))
+        subsets = (
+            r" $^\dagger$: ours evaluated on a subset, the sample of pairs that retriever is "
+            "configured to score: "
+            + "; ".join(f"{' and '.join(v)} on {k}" for k, v in by_text.items())
+            + "."
+        )
     lines = [
         r"\begin{table}[t]",
         r"\centering",
         r"\small",
+        r"\setlength{\tabcolsep}{4pt}",
         rf"\caption{{{CAPTIONS[table.key]}: the paper's values (Paper) beside ours (Ours), "
-        rf"each paper row with the row of ours standing in for it. {what}. "
-        rf"{escape(table.note)}. Configuration: \texttt{{{escape(label)}}}.{sample}}}",
+        rf"each paper row with the row of ours standing in for it (below it, in italics, "
+        rf"where its name differs). {what}. {escape(table.note)}. Configuration: "
+        rf"\texttt{{{escape(label)}}}.{subsets}{sample}}}",
         rf"\label{{tab:pqb-paper-{table.key.replace('_', '-')}}}",
-        r"\resizebox{\linewidth}{!}{%",
-        r"\begin{tabular}{ll" + "rr" * n + "}",
+        SHRINK_TO_LINE,
+        r"\begin{tabular}{l" + "rr" * n + "}",
         r"\toprule",
-        rf"Paper row & Ours & {head} \\",
+        rf"Paper row (ours) & {head} \\",
         rules,
-        " & & " + " & ".join(["Paper & Ours"] * n) + r" \\",
+        " & " + " & ".join(["Paper & Ours"] * n) + r" \\",
         r"\midrule",
     ]
     for paper_row, ours_row, paper, ours in table.rows:
-        cells = [escape(paper_row), escape(ours_row) or "--"]
+        cells = [_row_name(paper_row, ours_row, ours_row in table.subsets)]
         for c in table.columns:
             u = table.units[c]
             cells += [_fmt(paper.get(c), u), _fmt(ours.get(c, cl.Cell(math.nan)).v, u)]
@@ -371,12 +429,25 @@ def figure(tables: Sequence[Compared], out: str | Path, *, label: str, name: str
                     )
             ax.set_title(f"{measure} ({_UNIT_SHORT.get(by[key].units[measure], '')})")
             ax.set_yticks(range(len(rows)))
-            ax.set_yticklabels([row[0] for row in rows] if col == 0 else [])
+            marked = by[key].subsets
+            names = [row[0] + ("\u2020" if row[1] in marked else "") for row in rows]
+            ax.set_yticklabels(names if col == 0 else [])
             ax.set_ylim(len(rows) - 0.5, -0.5)  # the paper's order, top down
         for col in range(len(measures), ncols):
             axes[r][col].set_axis_off()
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, frameon=False, loc="upper right", ncol=2)
     fig.suptitle(f"{title} ({label})", fontsize=9)
-    fig.tight_layout()
+    subsets: dict[str, list[str]] = {}
+    for key in grid:
+        for ours_row, text in by[key].subsets.items():
+            subsets.setdefault(ours_row, []).append(text)
+    if subsets:  # the rows marked with a dagger, and on how many pairs ours were evaluated
+        note = "\n".join(
+            f"\u2020 ours, {o}, evaluated on a subset: {', '.join(t)}" for o, t in subsets.items()
+        )
+        fig.text(0.01, 0.0, note, fontsize=7, va="bottom")
+        fig.tight_layout(rect=(0, 0.15 * len(subsets) / height, 1, 1))
+    else:
+        fig.tight_layout()
     save(fig, out)

@@ -3,6 +3,9 @@
 ``flip_by_depth``  Flip@K (the pair share) against K, one line per retriever, 95% bootstrap
                    band; one panel per domain and one for the average.
 ``deg_ci``         Deg@K per retriever as bars with 95% bootstrap intervals, grouped by K.
+
+A retriever evaluated on fewer pairs than the others (an LLM reranker scores a sample of
+them) is marked in the legend with a dagger and its number of pairs (``9 of 157 pairs``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from personalir.common.domains import display_label
 from personalir.common.plotting import pyplot, save
 from personalir.retrieval.metrics import MetricSettings
 from personalir.retrieval.summary import AVERAGE
+from personalir.retrieval.tables import subset_counts
 
 
 def _setup():
@@ -59,9 +63,19 @@ def _series(summary: pd.DataFrame, name: str, domain: str, metrics: Sequence[str
     return sel["value"].to_numpy(), sel["ci_low"].to_numpy(), sel["ci_high"].to_numpy()
 
 
-def _labels(summary: pd.DataFrame, names: Sequence[str]) -> list[str]:
+def legend_labels(
+    summary: pd.DataFrame, names: Sequence[str], metric: str
+) -> list[tuple[str, bool]]:
+    """(legend label, evaluated on a subset) per retriever: one evaluated on fewer pairs of
+    ``metric`` than another (e.g. an LLM reranker on a sample of them) is marked with a
+    dagger and its count."""
     first = summary.drop_duplicates("retriever").set_index("retriever")["label"]
-    return [str(first.get(n, n)) for n in names]
+    counts = summary[summary["metric"] == metric][["domain", "retriever", "items"]]
+    subset = subset_counts(counts.reset_index(drop=True), "items", "pairs", per_domain=False)
+    return [
+        (str(first.get(n, n)) + (f"\u2020 ({subset[n]})" if n in subset else ""), n in subset)
+        for n in names
+    ]
 
 
 def _save(fig, path: str) -> None:
@@ -75,10 +89,14 @@ def flip_by_depth(summary, names, domains, metrics: MetricSettings, path: str) -
     ks = list(metrics.flip_k)
     cols = [f"Flip@{k}" for k in ks]
     fig, axes = _grid(plt, len(panels))
+    labels = legend_labels(summary, names, cols[0])
     for ax, domain in zip(axes, panels, strict=True):
-        for name, label in zip(names, _labels(summary, names), strict=True):
+        for name, (label, subset) in zip(names, labels, strict=True):
             value, lo, hi = _series(summary, name, domain, cols)
-            line = ax.plot(ks, value, marker="o", markersize=3, linewidth=1, label=label)[0]
+            style = "--" if subset else "-"  # a subset's line stays visible where lines meet
+            line = ax.plot(
+                ks, value, marker="o", markersize=3, linewidth=1, linestyle=style, label=label
+            )[0]
             ax.fill_between(ks, lo, hi, color=line.get_color(), alpha=0.15, linewidth=0)
         ax.set_xscale("log")
         ax.set_xticks(ks, [str(k) for k in ks])
@@ -99,8 +117,9 @@ def deg_ci(summary, names, domains, metrics: MetricSettings, path: str) -> None:
     width = 0.8 / max(1, len(names))
     fig, axes = _grid(plt, len(panels))
     x = np.arange(len(ks))
+    labels = legend_labels(summary, names, cols[0])
     for ax, domain in zip(axes, panels, strict=True):
-        for i, (name, label) in enumerate(zip(names, _labels(summary, names), strict=True)):
+        for i, (name, (label, subset)) in enumerate(zip(names, labels, strict=True)):
             value, lo, hi = _series(summary, name, domain, cols)
             err = np.vstack([value - lo, hi - value])
             ax.bar(
@@ -111,6 +130,7 @@ def deg_ci(summary, names, domains, metrics: MetricSettings, path: str) -> None:
                 capsize=1.5,
                 error_kw={"linewidth": 0.6},
                 label=label,
+                hatch="///" if subset else None,
             )
         ax.axhline(0, color="black", linewidth=0.5)
         ax.set_xticks(x, [str(k) for k in ks])

@@ -23,7 +23,7 @@ import pandas as pd
 
 from personalir.common.domains import display_label
 from personalir.common.io import write_text
-from personalir.common.latex import dataframe_to_latex
+from personalir.common.latex import dataframe_to_latex, escape, table_parts
 from personalir.retrieval.metrics import (
     QUERY_SUBSETS,
     MetricSettings,
@@ -41,6 +41,58 @@ FAMILY_SHORT = {
     "llm_reranker": "LLM",
     "external": "External",
 }
+
+
+#: Marks a retriever evaluated on a subset of what the others were (e.g. an LLM reranker on
+#: a sample of the pairs); the caption says on how many.
+SUBSET_MARK = r"$^\dagger$"
+
+
+def _span(values) -> str:
+    values = sorted({int(v) for v in values})
+    return str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}"
+
+
+def subset_counts(
+    table: pd.DataFrame, column: str, unit: str = "", *, per_domain: bool = True
+) -> dict[str, str]:
+    """Retrievers evaluated on fewer items (``column``: pairs or queries, per domain block)
+    than another retriever of the same block -> how many, of how many: ``9 of 157 pairs (3
+    of 50-56 per domain)`` with an Average block (without ``per_domain``: ``9 of 157
+    pairs``), else ``3 of 50 pairs``. Empty: no retriever was evaluated on a subset."""
+    if table.empty or column not in table.columns:
+        return {}
+    most = table.groupby("domain", sort=False)[column].transform("max")
+    fewer = table[table[column] < most]
+    unit = f" {unit}" if unit else ""
+    out = {}
+    for name in dict.fromkeys(fewer["retriever"]):
+        rows = table[table["retriever"] == name]
+        in_domain = (rows["domain"] != AVERAGE).to_numpy()
+        total = rows[~in_domain]
+        per = f"{_span(rows[column][in_domain])} of {_span(most.loc[rows.index[in_domain]])}"
+        if total.empty:
+            out[name] = per + unit
+        else:
+            n, of = int(total[column].iloc[0]), int(most[total.index].iloc[0])
+            out[name] = f"{n} of {of}{unit}" + (f" ({per} per domain)" if per_domain else "")
+    return out
+
+
+def subset_note(table: pd.DataFrame, column: str, unit: str) -> str:
+    """The caption's sentence on the retrievers marked :data:`SUBSET_MARK` ('' if none)."""
+    counts = subset_counts(table, column, unit)
+    if not counts:
+        return ""
+    labels = table.drop_duplicates("retriever").set_index("retriever")["label"]
+    by_text: dict[str, list[str]] = {}
+    for name, text in counts.items():
+        by_text.setdefault(text, []).append(escape(labels[name]))
+    parts = [f"{' and '.join(names)} on {text}" for text, names in by_text.items()]
+    return (
+        f" {SUBSET_MARK}: evaluated on a subset, the sample of pairs that retriever is "
+        f"configured to score: {'; '.join(parts)}."
+    )
 
 
 def table_specs(metrics: MetricSettings) -> dict[str, dict]:
@@ -166,6 +218,9 @@ def to_latex(
     """The LaTeX of a numeric table: one block per domain, headed by a row naming it; the
     most robust value of a block is bold, the least robust marked ``*``."""
     counts = [c for c in ("Pairs", "Queries") if c.lower() in table.columns]
+    marked = subset_counts(table, counts[0].lower()) if counts else {}
+    if marked:
+        caption += subset_note(table, counts[0].lower(), counts[0].lower())
     rows: list[dict] = []
     bold: dict[tuple[int, str], bool] = {}
     starts: list[int] = []
@@ -173,14 +228,15 @@ def to_latex(
         if rows:
             starts.append(len(rows))
         rows.append(
-            {"Retriever": display_label(domain), "Family": ""}
+            {"Retriever": escape(display_label(domain)), "Family": ""}
             | dict.fromkeys(counts, "")
             | dict.fromkeys(metrics, "")
         )
         marks = {m: _extremes(block[m], lower_is_better) for m in metrics}
         for i, rec in block.iterrows():
             row = {
-                "Retriever": rec["label"],
+                "Retriever": escape(rec["label"])
+                + (SUBSET_MARK if rec["retriever"] in marked else ""),
                 "Family": FAMILY_SHORT.get(rec["family"], rec["family"]),
             }
             row |= {c: int(rec[c.lower()]) for c in counts}
@@ -194,7 +250,14 @@ def to_latex(
     renames = {m: metric_header(m) for m in metrics if metric_header(m) != m}
     cells = cells.rename(columns=renames | (headers or {}))
     bold = {(i, renames.get(c, c)): v for (i, c), v in bold.items()}
-    return dataframe_to_latex(cells, caption=caption, label=label, bold=bold, midrule_before=starts)
+    return dataframe_to_latex(
+        cells,
+        caption=caption,
+        label=label,
+        bold=bold,
+        midrule_before=starts,
+        latex_columns=("Retriever",),
+    )
 
 
 SUBSET_TITLES = {"clean": "Clean", "error": "Error", "all": "All"}
@@ -245,51 +308,75 @@ def effectiveness_to_latex(
     label: str,
     floatfmt: str = ".3f",
 ) -> str:
-    """One row per retriever and one column group per query subset (Clean, Error, All); the
-    row naming a domain gives each subset's query count (``n=...``, a range if the retrievers
-    differ), best/worst marked per subset."""
+    """One part per query subset (Clean, Error, All; a table in parts, so every measure fits
+    the line at the text's size), one row per retriever; the row naming a domain gives the
+    subset's query count (``n=...``, a range if the retrievers differ), best/worst marked
+    per domain, and a retriever evaluated on fewer queries than the others marked
+    :data:`SUBSET_MARK`."""
     subsets = [s for s in QUERY_SUBSETS if s in set(table.get("subset", []))]
-    columns = [f"{m} [{s}]" for s in subsets for m in measures]
+    parts = []
+    for i, s in enumerate(subsets):
+        part_table = table[table["subset"] == s]
+        note = subset_note(part_table, "queries", "queries")
+        marked = subset_counts(part_table, "queries")
+        letters = ", ".join(
+            f"({chr(ord('a') + j)}) {SUBSET_TITLES[t]}" for j, t in enumerate(subsets)
+        )
+        text = (
+            f"{caption} In parts, one per subset: {letters}.{note}"
+            if i == 0
+            else (rf"Table~\ref{{{label}}} continued: the {SUBSET_TITLES[s]} queries." + note)
+        )
+        parts.append(
+            _effectiveness_part(part_table, measures, s, marked, text, f"{label}-{s}", floatfmt)
+        )
+    if not parts:
+        return dataframe_to_latex(pd.DataFrame(columns=["Retriever"]), caption=caption, label=label)
+    return table_parts(parts, label)
+
+
+def _effectiveness_part(
+    table: pd.DataFrame,
+    measures: Sequence[str],
+    subset: str,
+    marked: dict[str, str],
+    caption: str,
+    label: str,
+    floatfmt: str,
+) -> str:
+    columns = [f"{m} [{subset}]" for m in measures]
     rows: list[dict] = []
     bold: dict[tuple[int, str], bool] = {}
     starts: list[int] = []
     for domain, block in table.groupby("domain", sort=False):
         if rows:
             starts.append(len(rows))
-        head = {"Retriever": display_label(domain)}
-        for s in subsets:  # each group's first cell: its number of queries
-            if measures:
-                n = _count_text(block.loc[block["subset"] == s, "queries"])
-                head[f"{measures[0]} [{s}]"] = f"n={n}"
+        head = {"Retriever": escape(display_label(domain))}
+        if measures:  # the group's first cell: its number of queries
+            head[columns[0]] = f"n={_count_text(block['queries'])}"
         rows.append(head)
-        wide = {}
-        for s in subsets:
-            part = block[block["subset"] == s].set_index("retriever")
-            for m in measures:
-                wide[f"{m} [{s}]"] = part[m]
-        wide = pd.DataFrame(wide)
+        wide = pd.DataFrame(
+            {c: block.set_index("retriever")[m] for c, m in zip(columns, measures, strict=True)}
+        )
         retrievers = list(dict.fromkeys(block["retriever"]))
         wide = wide.reindex(retrievers)
         marks = {c: _extremes(wide[c].reset_index(drop=True), False) for c in columns}
         labels = block.drop_duplicates("retriever").set_index("retriever")["label"]
         for i, name in enumerate(retrievers):
-            row = {"Retriever": labels[name]}
+            row = {"Retriever": escape(labels[name]) + (SUBSET_MARK if name in marked else "")}
             for c in columns:
                 row[c] = _marked_cell(wide.at[name, c], floatfmt, i, marks[c], bold, (len(rows), c))
             rows.append(row)
     cells = pd.DataFrame(rows, columns=["Retriever", *columns]).fillna("")
-    groups = [("", 1)] + [(SUBSET_TITLES[s], len(measures)) for s in subsets]
     return dataframe_to_latex(
         cells,
         caption=caption,
         label=label,
         bold=bold,
         midrule_before=starts,
-        header_groups=groups if measures else None,
-        column_labels=["Retriever"] + [metric_header(m) for _ in subsets for m in measures],
-        # Three groups of every measure are wide: narrower gaps, then scaled to the width.
-        fit_width=len(columns) > 9,
-        column_sep="3pt" if len(columns) > 9 else None,
+        header_groups=[("", 1), (SUBSET_TITLES[subset], len(measures))] if measures else None,
+        column_labels=["Retriever"] + [metric_header(m) for m in measures],
+        latex_columns=("Retriever",),
     )
 
 

@@ -31,48 +31,51 @@ def attribution_table(summaries: list[pd.DataFrame], domains: list[str]) -> pd.D
     return pd.concat([df, avg], ignore_index=True)
 
 
+#: The attribution measures: (column, title of its rows, number format, scale).
+ATTRIBUTION_ROWS = (
+    ("balanced", r"Balanced attribution (\%, chance 50)", "{:.2f}", 100),
+    ("auroc", "User AUROC", "{:.4f}", 1),
+    ("full_profile", r"Full-profile attribution (\%, chance 50)", "{:.2f}", 100),
+)
+
+
 def attribution_latex(table: pd.DataFrame, *, config_label: str, domains: list[str]) -> str:
-    """Table: one row per model, balanced / AUROC / full-profile per domain and the average."""
+    """Table: per measure a group of rows, one per model; a column per domain and the
+    average (narrow: the domains, not the domains times the measures, set the width)."""
     cols = [*domains, "Average"]
     models = list(dict.fromkeys(table["model"]))
     labels = table.drop_duplicates("model").set_index("model")["label"]
     best = {}
     for d in cols:
         sub = table[table["domain"] == d].set_index("model")
-        for m in ("balanced", "auroc", "full_profile"):
+        for m, *_ in ATTRIBUTION_ROWS:
             best[(d, m)] = sub[m].max()
-    head1 = " & ".join(rf"\multicolumn{{3}}{{c}}{{{escape(short_label(d))}}}" for d in cols)
-    rules = "".join(rf"\cmidrule(lr){{{2 + 3 * i}-{4 + 3 * i}}}" for i in range(len(cols)))
-    head2 = " & ".join(["Bal.", "AUROC", "Full"] * len(cols))
+    head = " & ".join(escape(short_label(d)) for d in cols)
     lines = [
         r"\begin{table}[t]",
         r"\centering",
         r"\small",
         rf"\caption{{User attribution from syntactic profiles: balanced attribution (\%, chance "
         rf"50), user AUROC and full-profile attribution (\%, chance 50) on held-out sentences, "
-        rf"competitors drawn from reviewers of the same products. Configuration: "
-        rf"\texttt{{{escape(config_label)}}}.}}",
+        rf"competitors drawn from reviewers of the same products; per domain and their "
+        rf"average, best bold. Configuration: \texttt{{{escape(config_label)}}}.}}",
         r"\label{tab:syntax-attribution}",
-        r"\resizebox{\linewidth}{!}{%",
-        rf"\begin{{tabular}}{{l{'rrr' * len(cols)}}}",
+        rf"\begin{{tabular}}{{l{'r' * len(cols)}}}",
         r"\toprule",
-        rf"Profile & {head1} \\",
-        rules,
-        rf" & {head2} \\",
-        r"\midrule",
+        rf"Profile & {head} \\",
     ]
-    for model in models:
-        cells = [escape(labels[model])]
-        for d in cols:
-            row = table[(table["domain"] == d) & (table["model"] == model)].iloc[0]
-            for m, fmt in (("balanced", "{:.2f}"), ("auroc", "{:.4f}"), ("full_profile", "{:.2f}")):
-                value = row[m] * (100 if m != "auroc" else 1)
-                cell = fmt.format(value)
+    for m, title, fmt, scale in ATTRIBUTION_ROWS:
+        lines += [r"\midrule", rf"\multicolumn{{{1 + len(cols)}}}{{l}}{{\emph{{{title}}}}} \\"]
+        for model in models:
+            cells = [escape(labels[model])]
+            for d in cols:
+                row = table[(table["domain"] == d) & (table["model"] == model)].iloc[0]
+                cell = fmt.format(row[m] * scale)
                 if np.isclose(row[m], best[(d, m)]):
                     cell = rf"\textbf{{{cell}}}"
                 cells.append(cell)
-        lines.append(" & ".join(cells) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}}", r"\end{table}", ""]
+            lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(lines)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from personalir.common.io import atomic_open, read_json, read_parquet, write_text
-from personalir.common.latex import dataframe_to_latex, escape
+from personalir.common.latex import breakable, dataframe_to_latex, escape
 from personalir.common.plotting import palette, pyplot
 from personalir.ttp.evaluation.ablations import COLUMNS, FIGURE5, LABELS, SETS, TABLES
 from personalir.ttp.paper.figures import save_figure
@@ -157,7 +157,7 @@ def claims_markdown(claims: Sequence[Mapping], *, config_label: str) -> str:
 def claims_latex(claims: Sequence[Mapping], *, config_label: str) -> str:
     frame = pd.DataFrame(
         {
-            "Claim": [c["id"] for c in claims],
+            "Claim": [breakable(c["id"]) for c in claims],
             "Table": [c.get("table", "") for c in claims],
             "Paper's statement": [c.get("text", "") for c in claims],
             "Status": [c["status"] for c in claims],
@@ -172,7 +172,14 @@ def claims_latex(claims: Sequence[Mapping], *, config_label: str) -> str:
         "(Recall@20 unless the claim names other measures), positive when the claim holds, "
         "with its bootstrap CI; not applicable: a method it needs was not run." + synthetic
     )
-    return dataframe_to_latex(frame, caption=caption, label="tab:ttp-claims", fit_width=True)
+    # Text columns wrap (a statement is a sentence), so the table fits the line unscaled.
+    return dataframe_to_latex(
+        frame,
+        caption=caption,
+        label="tab:ttp-claims",
+        align=r"@{}p{0.2\linewidth}lp{0.36\linewidth}lr@{}",
+        latex_columns=("Claim",),
+    )
 
 
 def figure5_plot(frame: pd.DataFrame, *, out: str | Path, title: str) -> None:

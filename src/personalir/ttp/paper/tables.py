@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from personalir.common.io import atomic_open, read_json, read_parquet, write_text
-from personalir.common.latex import dataframe_to_latex
+from personalir.common.latex import dataframe_to_latex, table_parts
 from personalir.ttp.methods.base import PERSONAL_RETRIEVERS
 from personalir.ttp.training.student import method_name
 
@@ -108,43 +108,117 @@ def table4(
     return pd.DataFrame(rows)
 
 
-def table4_latex(table: pd.DataFrame, *, caption: str, label: str, with_paper: bool) -> str:
-    """The LaTeX rendering: ours (and the paper's) per test set and measure; best bold."""
+#: Value columns in one part of Table 4: at the text's size, a part with more runs past
+#: the line (the method names take a third of it).
+PART_COLUMNS = 8
+
+
+def _short(measure: str) -> str:
+    return measure.replace("Recall@", "R@").replace("MRR@100", "MRR")
+
+
+def table4_parts(table: pd.DataFrame, *, with_paper: bool) -> list[tuple[list[str], list]]:
+    """Table 4's columns in parts that fit the line: one part per test set, the Relevance
+    set beside the last when both fit in :data:`PART_COLUMNS` value columns.
+
+    Each part: (its sets, and per set and measure ``(set, measure, ours column, paper
+    column or None)``). A paper column is shown when ``with_paper`` and the paper has a
+    value in it for some method (it has none for the pooled ``All``)."""
     value_cols = [
         c for c in table.columns if c != "Method" and not c.endswith(("ci_low", "ci_high", "paper"))
     ]
-    shown = ["Method"]
-    for c in value_cols:
-        shown.append(c)
-        if with_paper:
-            shown.append(f"{c} paper")
-    out = table[shown].copy()
-    # Two header rows: the test set over its measures (and the paper's values beside them).
-    groups: list[tuple[str, int]] = [("", 1)]
-    labels = ["Method"]
-    for c in shown[1:]:
-        test_set, measure = c.split(" ", 1)
-        short = measure.replace("Recall@", "R@").replace("MRR@100", "MRR")
-        labels.append(short.replace(" paper", " (paper)"))
-        if groups[-1][0] == test_set:
-            groups[-1] = (test_set, groups[-1][1] + 1)
-        else:
-            groups.append((test_set, 1))
-    bold = {}
-    for c in value_cols:
-        col = table[c]
-        if col.notna().any():
-            bold[(int(col.idxmax()), c)] = True
-    return dataframe_to_latex(
-        out,
-        caption=caption,
-        label=label,
-        floatfmt=".3f",
-        bold=bold,
-        header_groups=groups,
-        column_labels=labels,
-        fit_width=True,
+    sets: dict[str, list] = {}
+    for col in value_cols:
+        test_set, measure = col.split(" ", 1)
+        paper = f"{col} paper"
+        shown = with_paper and paper in table.columns and table[paper].notna().any()
+        sets.setdefault(test_set, []).append((test_set, measure, col, paper if shown else None))
+    parts: list[tuple[list[str], list]] = []
+    for test_set, cols in sets.items():
+        width = sum(2 if paper else 1 for *_, paper in cols)
+        if parts and test_set == RELEVANCE_SET:
+            last_sets, last_cols = parts[-1]
+            if sum(2 if c[3] else 1 for c in last_cols) + width <= PART_COLUMNS:
+                parts[-1] = ([*last_sets, test_set], [*last_cols, *cols])
+                continue
+        parts.append(([test_set], cols))
+    return parts
+
+
+def _set_title(test_set: str) -> str:
+    if test_set == "All":
+        return "all test queries pooled (All)"
+    if test_set == RELEVANCE_SET:
+        return "the history-free Relevance set"
+    return f"the {test_set} test set"
+
+
+def table4_latex(table: pd.DataFrame, *, caption: str, label: str, with_paper: bool) -> str:
+    """The LaTeX rendering in parts a, b, ... (:func:`table4_parts`, one float each, numbered
+    as the manuscript numbers Table 4 with a letter): per test set its measures, ours and
+    the paper's value beside; the best of ours in each column bold. ``label`` refers to the
+    whole table, ``<label>-<letter>`` to a part."""
+    # No test set evaluated: one part of the methods alone (the manuscript refers to part a).
+    parts = table4_parts(table, with_paper=with_paper) or [([], [])]
+    bold_of = {}
+    for _, cols in parts:
+        for *_, col, _ in cols:
+            if table[col].notna().any():
+                bold_of[col] = int(table[col].idxmax())
+    titles = [" and ".join(_set_title(t) for t in sets) or "no test set" for sets, _ in parts]
+    letters = [chr(ord("a") + i) for i in range(len(parts))]
+    missing = [
+        t
+        for sets, cols in parts
+        for t in sets
+        if with_paper and not any(c[3] for c in cols if c[0] == t)
+    ]
+    whole = caption + (
+        (
+            f" Printed in {len(parts)} parts, one per test set: "
+            + "; ".join(f"({x}) {t}" for x, t in zip(letters, titles, strict=True))
+            + "."
+            if len(parts) > 1
+            else ""
+        )
+        + " Bold: the best of ours in each column."
+        + (f" The paper reports no values for {', '.join(missing)}." if missing else "")
     )
+    out = []
+    for i, (_, cols) in enumerate(parts):
+        shown = ["Method"]
+        labels = ["Method"]
+        measures: list[tuple[str, int]] = [("", 1)]
+        set_groups: list[tuple[str, int]] = [("", 1)]
+        bold = {}
+        for test_set, measure, col, paper in cols:
+            for name, word in ((col, "ours"), (paper, "paper")):
+                if name is None:
+                    continue
+                shown.append(name)
+                labels.append(word)
+            n = 2 if paper else 1
+            measures.append((_short(measure), n))
+            if set_groups[-1][0] == test_set:
+                set_groups[-1] = (test_set, set_groups[-1][1] + n)
+            else:
+                set_groups.append((test_set, n))
+            if col in bold_of:
+                bold[(bold_of[col], col)] = True
+        text = whole if i == 0 else rf"Table~\ref{{{label}}} continued: {titles[i]}."
+        out.append(
+            dataframe_to_latex(
+                table[shown],
+                caption=text,
+                label=f"{label}-{letters[i]}",
+                floatfmt=".3f",
+                bold=bold,
+                header_rows=[set_groups, measures] if cols else None,
+                column_labels=labels,
+                column_sep="4pt",
+            )
+        )
+    return table_parts(out, label)
 
 
 def relevance_values(paths: Sequence[str | Path]) -> dict[str, dict[str, float | None]]:
@@ -296,10 +370,13 @@ def make_table8(
     with atomic_open(csv_out) as fh:
         table.to_csv(fh, index=False, float_format="%.4f")
     shown = ["Method"]
+    groups: list[tuple[str, int]] = [("", 1)]
     for c in (*TABLE8_SETS, "Avg"):
         shown += [c] + ([f"{c} paper"] if paper else [])
+        groups.append((c, 2 if paper else 1))
     out = table[shown]
-    column_labels = ["Method"] + [c.replace(" paper", " (paper)") for c in shown[1:]]
+    # With the paper's values: each test set over ours and the paper's (narrow columns).
+    column_labels = ["Method"] + (["ours", "paper"] * (len(groups) - 1) if paper else shown[1:])
     bold = {}
     for c in (*TABLE8_SETS, "Avg"):
         students = table[c].iloc[1:]
@@ -319,6 +396,7 @@ def make_table8(
             label="tab:ttp-table8",
             floatfmt=".3f",
             bold=bold,
+            header_groups=groups if paper else None,
             column_labels=column_labels,
             fit_width=True,
         ),
