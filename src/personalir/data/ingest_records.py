@@ -11,16 +11,15 @@ Choices worth knowing
 - ``details`` values that are not strings are stringified as compact JSON (``12`` -> ``"12"``,
   ``true`` -> ``"true"``, lists/dicts -> their JSON); a JSON null stays a null map value.
   The report counts the stringified values.
-- ``price``: a number is kept; a string is parsed when it is a plain amount (``"$1,299.99"``,
-  ``"12.99"``); ``"None"``, ``""``, ``"N/A"``, ``"-"`` become null; anything else (ranges such as
-  ``"$10 - $20"``) becomes null. ``price_raw`` keeps the source string whenever the source was a
-  string, so no information is lost; the report counts each outcome (``meta_price``).
+- ``price``: a number is kept; a plain amount string is parsed (``"$1,299.99"``); anything
+  else (``"N/A"``, ranges such as ``"$10 - $20"``) becomes null, ``price_raw`` keeping the
+  source string; the report counts each outcome (``meta_price``).
 - Required fields must be present and non-null; other official fields may be absent or null
   and become null. Reviews require rating, text, parent_asin, user_id, timestamp; meta requires
   parent_asin and title. Fields outside the official schema are dropped and counted
   (``unknown_fields_dropped``).
-- ``records_read`` counts physical lines (blank ones included). A UTF-8 BOM on line 1 is
-  stripped and noted in the report.
+- ``records_read`` counts physical lines (blank ones included); a UTF-8 BOM on line 1 is
+  stripped and noted. NUL and zero-width characters: refused in ids, counted in texts.
 """
 
 from __future__ import annotations
@@ -41,20 +40,15 @@ from personalir.data.ingest_schema import (
     REVIEW_FIELDS,
     REVIEW_SCHEMA,
 )
+from personalir.data.invisible import INVISIBLE, ZERO_WIDTH, invisible_counts
 
 _INT64_MAX = 2**63 - 1
 _RATINGS = frozenset((1, 2, 3, 4, 5))  # 5.0 == 5: a float star count is accepted when whole
-#: Characters that carry no content: Unicode whitespace and the zero-width ones.
-_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff\u180e"
-_BLANK_START = frozenset(
-    [chr(c) for c in range(0x3000 + 1) if chr(c).isspace()] + list(_ZERO_WIDTH)
-)
-_CONTENT = re.compile(rf"[^\s{_ZERO_WIDTH}]")
+_BLANK_START = frozenset([chr(c) for c in range(0x3000 + 1) if chr(c).isspace()] + list(ZERO_WIDTH))
+_CONTENT = re.compile(rf"[^\s{ZERO_WIDTH}]")
 #: An id: no whitespace, no ``/`` (ids become file names and join keys), no control character
 #: and no zero-width character (two ids that look the same must be the same id).
-_ID = re.compile(rf"[^\s/\x00-\x1f\x7f{_ZERO_WIDTH}]+")
-#: Characters that a text may hold but no reader sees: NUL and the zero-width ones (counted).
-_INVISIBLE = re.compile(rf"[\x00{_ZERO_WIDTH}]")
+_ID = re.compile(rf"[^\s/\x00-\x1f\x7f{ZERO_WIDTH}]+")
 _PRICE_AMOUNT = re.compile(r"\$?\s*((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)")
 _PRICE_NULL_STRINGS = frozenset({"", "none", "null", "nan", "n/a", "na", "-", "--", "—"})
 _dumps = orjson.dumps
@@ -288,11 +282,6 @@ def _diagnose_review(obj: dict, min_ms: int, max_ms: int, limits: str) -> None:
         )
 
 
-def _invisible_counts(found: Counter[str], fields: tuple[str, ...]) -> dict[str, int]:
-    """Records per field whose text holds NUL or a zero-width character (kept, counted)."""
-    return {f: found.get(f, 0) for f in fields}
-
-
 class ReviewConverter:
     """Review dict -> row. One combined predicate accepts good records; any failure is handed
     to :func:`_diagnose_review`, which names the first failing check (it must raise)."""
@@ -313,7 +302,7 @@ class ReviewConverter:
         self.invisible: Counter[str] = Counter()
 
     def stats(self) -> dict:
-        return {"invisible_characters": _invisible_counts(self.invisible, ("title", "text"))}
+        return {"invisible_characters": invisible_counts(self.invisible, ("title", "text"))}
 
     def limits(self) -> dict:
         return {"min_date": self.min_date, "max_date": self.max_date}
@@ -368,9 +357,9 @@ class ReviewConverter:
             raise AssertionError(f"review rejected by the fast path but not diagnosed: {obj!r}")
         if not _REVIEW_KEYS.issuperset(obj):
             self.unknown_fields.update(k for k in obj if k not in REVIEW_FIELDS)
-        if _INVISIBLE.search(text):
+        if INVISIBLE.search(text):
             self.invisible["text"] += 1
-        if title is not None and _INVISIBLE.search(title):
+        if title is not None and INVISIBLE.search(title):
             self.invisible["title"] += 1
         if images is not None:
             images = "[]" if not images else _dumps(images).decode()
@@ -419,7 +408,7 @@ class MetaConverter:
         return {
             "meta_price": {k: self.price_outcomes.get(k, 0) for k in outcomes},
             "details_values_stringified": self.details_stringified,
-            "invisible_characters": _invisible_counts(self.invisible, ("title", "description")),
+            "invisible_characters": invisible_counts(self.invisible, ("title", "description")),
         }
 
     def _price(self, obj: dict) -> tuple[float | None, str | None, str]:
@@ -485,9 +474,9 @@ class MetaConverter:
             )
         self.seen.add(parent_asin)
         self.price_outcomes[price_outcome] += 1
-        if title is not None and _INVISIBLE.search(title):
+        if title is not None and INVISIBLE.search(title):
             self.invisible["title"] += 1
-        if description and any(_INVISIBLE.search(d) for d in description):
+        if description and any(INVISIBLE.search(d) for d in description):
             self.invisible["description"] += 1
         if not META_FIELDS.issuperset(obj):
             self.unknown_fields.update(k for k in obj if k not in META_FIELDS)
