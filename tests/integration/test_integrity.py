@@ -219,18 +219,20 @@ def test_ingest_caps_the_line_size(tmp_path):
 # The configuration refuses unsafe or contradictory values at workflow start
 
 
-def _dry_run(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+def _dry_run(tmp_path: Path, text: str, *args: str) -> subprocess.CompletedProcess:
+    """``snakemake -n`` with ``args``, then ``--configfile`` and a file holding ``text``
+    (``args`` may end in other config files: they come before it)."""
     cfg = tmp_path / "bad.yaml"
     cfg.write_text(text)
     snakemake = shutil.which("snakemake", path=str(Path(PY).parent)) or "snakemake"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+    configfiles = [str(cfg)] if "--configfile" in args else ["--configfile", str(cfg)]
     return subprocess.run(
-        [snakemake, "-n", "--nolock", "--cores", "1", "--configfile", str(cfg)],
+        [snakemake, "-n", "--nolock", "--cores", "1", *args, *configfiles],
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
         env=env,
-        timeout=300,
     )
 
 
@@ -270,6 +272,59 @@ def test_workflow_refuses_unsafe_and_contradictory_config(tmp_path):
 def test_workflow_names_the_file_and_line_of_a_bad_value(tmp_path, text, expected):
     done = _dry_run(tmp_path, text)
     assert done.returncode != 0 and expected in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ("--configfile", "config/config.yaml", "config/tiny.yaml"),
+            "bad.yaml:2: config key 'threads': -1 is less than the minimum of 1",
+        ),
+        (
+            ("--config", "threads=-1", "--configfile", "config/config.yaml", "config/tiny.yaml"),
+            "--config: config key 'threads': -1 is less than the minimum of 1",
+        ),
+    ],
+    ids=["third_overlay", "command_line"],
+)
+def test_the_overlay_that_sets_a_bad_value_is_named(tmp_path, args, expected):
+    """With three overlays (config.yaml, tiny.yaml, bad.yaml) the error used to name
+    ``config/config.yaml:7``, whose line says ``threads: 2``: the files were searched in the
+    order they were loaded, not the order in which they win."""
+    done = _dry_run(tmp_path, "seed: 3\nthreads: -1\n", *args)
+    err = done.stderr + done.stdout
+    assert done.returncode != 0 and expected in err, err[-3000:]
+    assert "config/config.yaml:" not in err and "config/tiny.yaml:" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "results_dir: README.md\n",
+            "bad.yaml:1: config key 'results_dir': 'README.md' is an existing file, not a folder",
+        ),
+        ("results_dir: .snakemake\n", "names a hidden folder ('.snakemake')"),
+        (
+            'results_dir: "res$(touch pwned)"\n',
+            "bad.yaml:1: config key 'results_dir': 'res$(touch pwned)' holds '$( )'",
+        ),
+        (
+            'data:\n  source: local\n  local_dir: "my raw;data"\n',
+            "bad.yaml:3: config key 'data.local_dir': 'my raw;data' holds ' ;'",
+        ),
+    ],
+    ids=["existing_file", "tool_folder", "shell_substitution", "blank_and_semicolon"],
+)
+def test_workflow_refuses_unsafe_paths(tmp_path, text, expected):
+    """``results_dir: README.md`` ended in a NotADirectoryError traceback; a ``$(...)``, blank
+    or ``;`` in a path reached the rules' shell commands."""
+    done = _dry_run(tmp_path, text)
+    err = done.stderr + done.stdout
+    assert done.returncode != 0 and expected in err, err[-3000:]
+    assert "Traceback" not in err and "Job stats" not in err
+    assert not (REPO_ROOT / "pwned").exists()
 
 
 # ---------------------------------------------------------------------------------------------
