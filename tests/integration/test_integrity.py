@@ -1,8 +1,10 @@
 """Integrity, tried as a hostile tester would: each test reproduces one way bad bytes, bad input
 or a bad configuration used to get through, through the project's real entry points.
 
-- caches verify what they serve: 200 single-bit flips of a correction-cache segment and of an
-  encoding-cache entry; never a wrong hit, never a crash, every damaged entry recomputed;
+- caches verify what they serve: 200 single-bit flips of a correction-cache segment, of an
+  encoding-cache entry and of the judge's SQLite cache; never a wrong hit, never a crash, every
+  damaged entry recomputed; a flipped weight in the model cache is named, and the model
+  dequantised again;
 - ingest refuses implausible data: the ingest rule's script on timestamps in seconds, an empty
   file (both policies), a duplicate JSON key, a changed input format (the quarantine rate);
 - the configuration refuses unsafe or contradictory values when the workflow starts
@@ -105,6 +107,79 @@ def test_encoding_cache_never_serves_a_flipped_bit(tmp_path):
         recomputed += cache.stats()["recomputed"]
         path.write_bytes(original)
     assert recomputed == FLIPS  # every flipped entry was detected (and rewritten)
+
+
+def test_judge_cache_never_serves_or_raises_on_a_flipped_byte(tmp_path, caplog):
+    """The reproduction: 5 of 200 single-byte flips of the judge's SQLite cache ended in an
+    uncaught DatabaseError or UnicodeDecodeError that named no file."""
+    import logging
+
+    from personalir.validation.judge import ResponseCache
+
+    records = {f"key-{i:03d}": {"content": f'{{"rating": {1 + i % 5}}}', "n": i} for i in range(60)}
+    clean = tmp_path / "clean.sqlite"
+    cache = ResponseCache(clean)
+    for key, record in records.items():
+        cache.put(key, record)
+    cache.close()
+    original = clean.read_bytes()
+    rnd = random.Random(22)
+    wrong = dropped = rebuilt = 0
+    for n in range(FLIPS):
+        damaged = tmp_path / f"flip-{n}.sqlite"
+        data = bytearray(original)
+        data[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
+        damaged.write_bytes(bytes(data))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="personalir.validation.response_cache"):
+            fresh = ResponseCache(damaged)  # must not raise
+            for key, record in records.items():
+                got = fresh.get(key)
+                wrong += got is not None and got != record
+                if got is None:
+                    fresh.put(key, record)  # asked again: the answer is stored anew
+            assert all(fresh.get(key) == record for key, record in records.items())
+            assert len(fresh) >= len(records)  # a flipped key leaves an entry no one asks for
+        rebuilt_now = getattr(fresh, "rebuilt", 0)
+        if fresh.corrupt or rebuilt_now:
+            assert str(damaged) in caplog.text  # the damage is named with its file
+        dropped += fresh.corrupt
+        rebuilt += rebuilt_now
+        fresh.close()
+        damaged.unlink()
+    assert wrong == 0
+    assert dropped + rebuilt > 0  # the flips did damage something, which was never served
+
+
+@pytest.mark.slow
+def test_model_cache_never_serves_a_flipped_weight(tmp_path, caplog):
+    """The reproduction: one flipped byte in ``results/model_cache/`` changed a layer-0 weight
+    of the dequantised SmolLM2 from 0.6747 to 0.0026, and every job went on with no warning."""
+    import logging
+
+    import torch
+
+    from personalir.common.causal_lm import gguf_cache_key, load_causal_lm
+    from personalir.common.models import resolve_model
+
+    ref = resolve_model("packaged:SmolLM2-135M-Instruct")
+    model, _ = load_causal_lm(ref, cache_dir=tmp_path)
+    name = "model.layers.0.self_attn.q_proj.weight"
+    good = model.state_dict()[name].clone()
+    del model
+    weights = tmp_path / gguf_cache_key(ref) / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    size = int.from_bytes(data[:8], "little")
+    start = 8 + size + json.loads(data[8 : 8 + size])[name]["data_offsets"][0]
+    st = weights.stat()
+    data[start + 3] ^= 0x20  # an exponent bit of the tensor's first float32
+    weights.write_bytes(bytes(data))
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with caplog.at_level(logging.WARNING):
+        again, _ = load_causal_lm(ref, cache_dir=tmp_path)
+    assert "model.safetensors does not match its recorded sha256" in caplog.text
+    assert str(weights.parent) in caplog.text
+    assert torch.equal(again.state_dict()[name], good)  # dequantised again, never served
 
 
 # ---------------------------------------------------------------------------------------------
