@@ -102,7 +102,7 @@ def test_an_output_rewritten_by_a_workflow_job_passes_until_it_is_damaged(tmp_pa
     assert found.problems == [] and found.hashed == 1
     _flip(table)
     (problem,) = verify_tracked(root).problems
-    assert problem.startswith("CHANGED results/report/dataset_statistics.csv: not as the job that wrote it")
+    assert problem.startswith("CHANGED results/report/dataset_statistics.csv: not as the job")
 
 
 def test_outputs_a_run_wrote_are_accepted_after_it_and_only_those(tmp_path):
