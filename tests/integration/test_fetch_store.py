@@ -22,10 +22,8 @@ from .small_run import BIN, env
 
 pytestmark = [pytest.mark.integration]
 CONTENT = {"results/a.txt": "alpha " * 300, "results/b.txt": "beta " * 200}
-MAKE = (
-    "from pathlib import Path\n"
-    "Path('results').mkdir(exist_ok=True)\n"
-    + "".join(f"Path({p!r}).write_text({t!r})\n" for p, t in CONTENT.items())
+MAKE = "from pathlib import Path\nPath('results').mkdir(exist_ok=True)\n" + "".join(
+    f"Path({p!r}).write_text({t!r})\n" for p, t in CONTENT.items()
 )
 DVC_YAML = """stages:
   make:
@@ -161,9 +159,10 @@ def test_an_intact_cache_object_is_kept_beside_a_damaged_workspace_file(clone):
     st = work.stat()
     _damage(work)
     os.utime(work, ns=(st.st_atime_ns, st.st_mtime_ns))
-    md5 = _store_object(clone, "results/a.txt").parent.name + _store_object(
-        clone, "results/a.txt"
-    ).name
+    md5 = (
+        _store_object(clone, "results/a.txt").parent.name
+        + _store_object(clone, "results/a.txt").name
+    )
     cached = clone / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
     assert cached.is_file()
     proc = _fetch(clone, "--no-pull")
