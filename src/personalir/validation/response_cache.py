@@ -37,9 +37,6 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, payload TEXT NOT NULL,"
     " sha256 TEXT NOT NULL, created REAL NOT NULL)"
 )
-# Text columns read as bytes, decoded here: a damaged byte is an entry's problem, never a
-# decoding error raised by the driver.
-_RAW = "CAST(key AS BLOB), CAST(payload AS BLOB), CAST(sha256 AS BLOB)"
 
 
 def entry_digest(key: str, payload: str) -> str:
@@ -107,14 +104,19 @@ class ResponseCache:
         return self._connect()
 
     def _salvage(self) -> list[tuple]:
-        """The entries of the damaged file that still read back intact."""
+        """The entries of the damaged file that still read back intact. Text columns are read
+        as bytes and decoded here: a damaged byte is an entry's problem, never a decoding error
+        raised by the driver."""
         good: list[tuple] = []
         try:
             src = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
         except sqlite3.DatabaseError:
             return good
         try:
-            cursor = src.execute(f"SELECT {_RAW}, created FROM answers")
+            cursor = src.execute(
+                "SELECT CAST(key AS BLOB), CAST(payload AS BLOB), CAST(sha256 AS BLOB), created"
+                " FROM answers"
+            )
             while True:
                 try:
                     row = cursor.fetchone()
