@@ -223,7 +223,7 @@ def _ingest(tmp_path: Path, body: bytes, **params) -> subprocess.CompletedProces
         "--quarantine",
         str(tmp_path / "reviews.quarantine.jsonl"),
     ]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT)
 
 
 def _lines(records) -> bytes:
