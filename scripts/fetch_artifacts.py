@@ -115,13 +115,13 @@ def intact_commit(rel: str, md5: str) -> str | None:
     return next((c for c in commits if committed_copy_intact(rel, md5, c)), None)
 
 
-def check_store(lock: dict, cache_dir: Path) -> tuple[list[str], list[str]]:
+def check_store(lock: dict, cache_dir: Path) -> tuple[list[str], list[str], list[str]]:
     """Hash every object of the in-repo store that dvc.lock names; restore a damaged or
     missing one from git where the committed copy is intact.
 
-    Returns (what was restored, what is still damaged, each with the command that restores
-    it). Nothing in the store is deleted."""
-    restored, damaged = [], []
+    Returns what was restored, what is still damaged and what is still missing, each with
+    the command that restores it. Nothing in the store is deleted."""
+    restored, damaged, missing = [], [], []
     for rel, md5 in sorted(store_objects(lock).items()):
         path = ROOT / rel
         if path.is_file():
@@ -150,8 +150,9 @@ def check_store(lock: dict, cache_dir: Path) -> tuple[list[str], list[str]]:
                 "`make dvc-update` on a tree where it is intact, or fetch the object from "
                 "another clone"
             )
-        damaged.append(f"{what}; git's committed copy is not intact either. Restore it: {fix}")
-    return restored, damaged
+        line = f"{what}; git's committed copy is not intact either. Restore it: {fix}"
+        (damaged if path.is_file() else missing).append(line)
+    return restored, damaged, missing
 
 
 def pulls_from_store(pull_args: list[str]) -> bool:
@@ -234,9 +235,10 @@ def main(argv=None) -> int:
         Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader),
     )
     cache_dir = Path(dvc("cache", "dir").stdout.strip())
+    missing: list[str] = []  # store objects absent and not restorable: nothing to protect
     if pulls_from_store(pull_args):
-        restored, damaged = check_store(lock, cache_dir)
-        for line in restored + damaged:
+        restored, damaged, missing = check_store(lock, cache_dir)
+        for line in restored + damaged + missing:
             print(line)
         if damaged:
             print(
@@ -292,6 +294,13 @@ def main(argv=None) -> int:
         f"{len(locked_outs(lock))} artifacts verified against dvc.lock; times of {n} set in"
         f" pipeline order ({time.perf_counter() - t0:.1f} s)"
     )
+    if missing:
+        print(
+            f"{len(missing)} object(s) missing from {STORE}/ (a fresh clone cannot fetch them): "
+            "restore them with the commands above",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

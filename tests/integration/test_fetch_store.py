@@ -172,3 +172,30 @@ def test_an_intact_cache_object_is_kept_beside_a_damaged_workspace_file(clone):
     proc = _fetch(clone)  # checked out again from the intact cache
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert work.read_text() == CONTENT["results/a.txt"]
+
+
+def test_a_missing_store_object_is_restored_from_git(clone):
+    obj = _store_object(clone, "results/b.txt")
+    obj.unlink()
+    proc = _fetch(clone)
+    rel = obj.relative_to(clone).as_posix()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"MISSING {rel}; restored from git (git checkout -- {rel})" in proc.stdout
+    assert _md5(obj) == obj.parent.name + obj.name
+
+
+def test_a_store_object_removed_in_git_is_named_and_the_fetch_fails(clone):
+    """Nothing to protect from `dvc pull` (so it runs, from the intact local cache), but a
+    fresh clone could not fetch the file: named, with the command, and the exit status is 1."""
+    assert _fetch(clone).returncode == 0
+    first = _git(clone, "rev-parse", "HEAD").stdout.strip()
+    obj = _store_object(clone, "results/b.txt")
+    rel = obj.relative_to(clone).as_posix()
+    _git(clone, "rm", "-q", rel)
+    _git(clone, "commit", "-qm", "an object removed")
+    proc = _fetch(clone)
+    assert proc.returncode == 1
+    assert f"MISSING {rel}; git's committed copy is not intact either" in proc.stdout
+    assert f"Restore it: git checkout {first} -- {rel}" in proc.stdout
+    assert "2 artifacts verified against dvc.lock" in proc.stdout  # the workspace is fine
+    assert "missing from dvc-store/" in proc.stderr

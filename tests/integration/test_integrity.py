@@ -9,7 +9,9 @@ or a bad configuration used to get through, through the project's real entry poi
   file (both policies), a duplicate JSON key, a changed input format (the quarantine rate);
 - the configuration refuses unsafe or contradictory values when the workflow starts
   (``snakemake -n``), naming the file and line: an empty or escaping ``results_dir``, a float
-  where an integer belongs, a key given twice, ``min_per_user`` above ``max_per_user``;
+  where an integer belongs, a key given twice, ``min_per_user`` above ``max_per_user``; with
+  three overlays the one that sets the value, and ``--config``; a ``results_dir`` that is an
+  existing file or a tool folder, a path holding a blank, ``;`` or ``$(...)``;
 - secrets and caches: an API key is not sent over plain http to another host, and a model
   cache that cannot be read is reported, not taken for a cache miss;
 - corruption is caught, never laundered: in a finished tiny run, one flipped byte (mtime kept)

@@ -10,8 +10,7 @@ a ``results_dir`` that is empty, absolute, ``.``, climbs out with ``..`` or name
 repository's own folders, a hidden (tool) folder such as ``.snakemake`` or ``.venv``, or runs
 through an existing file; a path-like value (schema keyword ``x-path``) holding a character
 outside ``personalir.common.config_paths.PATH_CHARACTERS`` (it lands in file names and shell
-commands); and
-contradictions between keys that the schema declares with
+commands); and contradictions between keys that the schema declares with
 
 - ``x-at-most: <dotted key>`` / ``x-less-than: <dotted key>`` on a property: its value (the
   largest item of a list) must be at most / below the other key's value;
@@ -279,8 +278,9 @@ def _largest(value: Any) -> Any:
 
 def semantic_errors(config: Mapping, schema: Mapping) -> list[tuple[tuple, str]]:
     """(key path, message) of each value the schema's types allow but the workflow cannot use:
-    an unsafe ``results_dir`` and the cross-key constraints (``x-at-most``, ``x-less-than``,
-    ``x-sum-less-than``) of a schema-valid config."""
+    an unsafe ``results_dir``, a path-like value (``x-path``) with an unsafe character, and
+    the cross-key constraints (``x-at-most``, ``x-less-than``, ``x-sum-less-than``) of a
+    schema-valid config."""
     root = config.get("results_dir")
     out = [(("results_dir",), m) for m in results_dir_problems(root) or results_root_problems(root)]
     out += path_value_problems(config, schema)
