@@ -6,6 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from personalir.common.config import ConfigError, load_schema, validate_config  # noqa: E402
+from personalir.common.config_paths import config_files_by_precedence  # noqa: E402
 from personalir.common.numerics import pin_cpu_isa  # noqa: E402
 
 # The same float arithmetic on any x86-64 machine: torch, MKL, oneDNN and OpenBLAS capped to
@@ -14,8 +15,10 @@ CPU_ISA_PINS = pin_cpu_isa()
 
 configfile: "config/config.yaml"
 
-# Command-line --configfile files take precedence over the configfile directive.
-_config_files = [str(p) for p in workflow.configfiles]
+# The files in the order they win: the last --configfile first, the configfile directive last.
+_config_files = config_files_by_precedence(
+    workflow.configfiles, workflow.config_settings.configfiles or []
+)
 try:
     config.update(
         validate_config(

@@ -1,13 +1,17 @@
 """Integrity, tried as a hostile tester would: each test reproduces one way bad bytes, bad input
 or a bad configuration used to get through, through the project's real entry points.
 
-- caches verify what they serve: 200 single-bit flips of a correction-cache segment and of an
-  encoding-cache entry; never a wrong hit, never a crash, every damaged entry recomputed;
+- caches verify what they serve: 200 single-bit flips of a correction-cache segment, of an
+  encoding-cache entry and of the judge's SQLite cache; never a wrong hit, never a crash, every
+  damaged entry recomputed; a flipped weight in the model cache is named, and the model
+  dequantised again;
 - ingest refuses implausible data: the ingest rule's script on timestamps in seconds, an empty
   file (both policies), a duplicate JSON key, a changed input format (the quarantine rate);
 - the configuration refuses unsafe or contradictory values when the workflow starts
   (``snakemake -n``), naming the file and line: an empty or escaping ``results_dir``, a float
-  where an integer belongs, a key given twice, ``min_per_user`` above ``max_per_user``;
+  where an integer belongs, a key given twice, ``min_per_user`` above ``max_per_user``; with
+  three overlays the one that sets the value, and ``--config``; a ``results_dir`` that is an
+  existing file or a tool folder, a path holding a blank, ``;`` or ``$(...)``;
 - secrets and caches: an API key is not sent over plain http to another host, and a model
   cache that cannot be read is reported, not taken for a cache miss;
 - corruption is caught, never laundered: in a finished tiny run, one flipped byte (mtime kept)
@@ -107,6 +111,79 @@ def test_encoding_cache_never_serves_a_flipped_bit(tmp_path):
     assert recomputed == FLIPS  # every flipped entry was detected (and rewritten)
 
 
+def test_judge_cache_never_serves_or_raises_on_a_flipped_byte(tmp_path, caplog):
+    """The reproduction: 5 of 200 single-byte flips of the judge's SQLite cache ended in an
+    uncaught DatabaseError or UnicodeDecodeError that named no file."""
+    import logging
+
+    from personalir.validation.judge import ResponseCache
+
+    records = {f"key-{i:03d}": {"content": f'{{"rating": {1 + i % 5}}}', "n": i} for i in range(60)}
+    clean = tmp_path / "clean.sqlite"
+    cache = ResponseCache(clean)
+    for key, record in records.items():
+        cache.put(key, record)
+    cache.close()
+    original = clean.read_bytes()
+    rnd = random.Random(22)
+    wrong = dropped = rebuilt = 0
+    for n in range(FLIPS):
+        damaged = tmp_path / f"flip-{n}.sqlite"
+        data = bytearray(original)
+        data[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
+        damaged.write_bytes(bytes(data))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="personalir.validation.response_cache"):
+            fresh = ResponseCache(damaged)  # must not raise
+            for key, record in records.items():
+                got = fresh.get(key)
+                wrong += got is not None and got != record
+                if got is None:
+                    fresh.put(key, record)  # asked again: the answer is stored anew
+            assert all(fresh.get(key) == record for key, record in records.items())
+            assert len(fresh) >= len(records)  # a flipped key leaves an entry no one asks for
+        rebuilt_now = getattr(fresh, "rebuilt", 0)
+        if fresh.corrupt or rebuilt_now:
+            assert str(damaged) in caplog.text  # the damage is named with its file
+        dropped += fresh.corrupt
+        rebuilt += rebuilt_now
+        fresh.close()
+        damaged.unlink()
+    assert wrong == 0
+    assert dropped + rebuilt > 0  # the flips did damage something, which was never served
+
+
+@pytest.mark.slow
+def test_model_cache_never_serves_a_flipped_weight(tmp_path, caplog):
+    """The reproduction: one flipped byte in ``results/model_cache/`` changed a layer-0 weight
+    of the dequantised SmolLM2 from 0.6747 to 0.0026, and every job went on with no warning."""
+    import logging
+
+    import torch
+
+    from personalir.common.causal_lm import gguf_cache_key, load_causal_lm
+    from personalir.common.models import resolve_model
+
+    ref = resolve_model("packaged:SmolLM2-135M-Instruct")
+    model, _ = load_causal_lm(ref, cache_dir=tmp_path)
+    name = "model.layers.0.self_attn.q_proj.weight"
+    good = model.state_dict()[name].clone()
+    del model
+    weights = tmp_path / gguf_cache_key(ref) / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    size = int.from_bytes(data[:8], "little")
+    start = 8 + size + json.loads(data[8 : 8 + size])[name]["data_offsets"][0]
+    st = weights.stat()
+    data[start + 3] ^= 0x20  # an exponent bit of the tensor's first float32
+    weights.write_bytes(bytes(data))
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with caplog.at_level(logging.WARNING):
+        again, _ = load_causal_lm(ref, cache_dir=tmp_path)
+    assert "model.safetensors does not match its recorded sha256" in caplog.text
+    assert str(weights.parent) in caplog.text
+    assert torch.equal(again.state_dict()[name], good)  # dequantised again, never served
+
+
 # ---------------------------------------------------------------------------------------------
 # Ingest refuses implausible data (the ingest rule's own script)
 
@@ -148,7 +225,7 @@ def _ingest(tmp_path: Path, body: bytes, **params) -> subprocess.CompletedProces
         "--quarantine",
         str(tmp_path / "reviews.quarantine.jsonl"),
     ]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT)
 
 
 def _lines(records) -> bytes:
@@ -219,18 +296,20 @@ def test_ingest_caps_the_line_size(tmp_path):
 # The configuration refuses unsafe or contradictory values at workflow start
 
 
-def _dry_run(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+def _dry_run(tmp_path: Path, text: str, *args: str) -> subprocess.CompletedProcess:
+    """``snakemake -n`` with ``args``, then ``--configfile`` and a file holding ``text``
+    (``args`` may end in other config files: they come before it)."""
     cfg = tmp_path / "bad.yaml"
     cfg.write_text(text)
     snakemake = shutil.which("snakemake", path=str(Path(PY).parent)) or "snakemake"
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
+    configfiles = [str(cfg)] if "--configfile" in args else ["--configfile", str(cfg)]
     return subprocess.run(
-        [snakemake, "-n", "--nolock", "--cores", "1", "--configfile", str(cfg)],
+        [snakemake, "-n", "--nolock", "--cores", "1", *args, *configfiles],
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
         env=env,
-        timeout=300,
     )
 
 
@@ -270,6 +349,59 @@ def test_workflow_refuses_unsafe_and_contradictory_config(tmp_path):
 def test_workflow_names_the_file_and_line_of_a_bad_value(tmp_path, text, expected):
     done = _dry_run(tmp_path, text)
     assert done.returncode != 0 and expected in done.stderr + done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ("--configfile", "config/config.yaml", "config/tiny.yaml"),
+            "bad.yaml:2: config key 'threads': -1 is less than the minimum of 1",
+        ),
+        (
+            ("--config", "threads=-1", "--configfile", "config/config.yaml", "config/tiny.yaml"),
+            "--config: config key 'threads': -1 is less than the minimum of 1",
+        ),
+    ],
+    ids=["third_overlay", "command_line"],
+)
+def test_the_overlay_that_sets_a_bad_value_is_named(tmp_path, args, expected):
+    """With three overlays (config.yaml, tiny.yaml, bad.yaml) the error used to name
+    ``config/config.yaml:7``, whose line says ``threads: 2``: the files were searched in the
+    order they were loaded, not the order in which they win."""
+    done = _dry_run(tmp_path, "seed: 3\nthreads: -1\n", *args)
+    err = done.stderr + done.stdout
+    assert done.returncode != 0 and expected in err, err[-3000:]
+    assert "config/config.yaml:" not in err and "config/tiny.yaml:" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "results_dir: README.md\n",
+            "bad.yaml:1: config key 'results_dir': 'README.md' is an existing file, not a folder",
+        ),
+        ("results_dir: .snakemake\n", "names a hidden folder ('.snakemake')"),
+        (
+            'results_dir: "res$(touch pwned)"\n',
+            "bad.yaml:1: config key 'results_dir': 'res$(touch pwned)' holds '$( )'",
+        ),
+        (
+            'data:\n  source: local\n  local_dir: "my raw;data"\n',
+            "bad.yaml:3: config key 'data.local_dir': 'my raw;data' holds ' ;'",
+        ),
+    ],
+    ids=["existing_file", "tool_folder", "shell_substitution", "blank_and_semicolon"],
+)
+def test_workflow_refuses_unsafe_paths(tmp_path, text, expected):
+    """``results_dir: README.md`` ended in a NotADirectoryError traceback; a ``$(...)``, blank
+    or ``;`` in a path reached the rules' shell commands."""
+    done = _dry_run(tmp_path, text)
+    err = done.stderr + done.stdout
+    assert done.returncode != 0 and expected in err, err[-3000:]
+    assert "Traceback" not in err and "Job stats" not in err
+    assert not (REPO_ROOT / "pwned").exists()
 
 
 # ---------------------------------------------------------------------------------------------

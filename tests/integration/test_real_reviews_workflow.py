@@ -33,7 +33,6 @@ def _plan(work, *configfiles, targets=(), check=True):
         "--config",
         f"data={{local: {{reviews: {reviews}}}}}",
         check=check,
-        timeout=300,
     )
 
 

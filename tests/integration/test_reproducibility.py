@@ -78,19 +78,21 @@ def test_kill9_at_several_points_then_resume_equals_uninterrupted(cold_a, tmp_pa
     # Each kill point starts from its own cold workspace, so its rule is sure to run: killed in
     # one shared workspace, a kill that lands later than meant leaves the next points nothing
     # to do, and on a fast machine only one of four landed.
+    logs = "results/logs"
     kill_points = [
-        # Delays short enough that the job is still running on a fast machine too (a kill
-        # that comes after Snakemake ended does not count; three of four must land).
-        ("rule sample_world:", 0.2),  # while the world is being generated
-        ("rule ingest:", 0.2),  # while the job starts and writes Parquet
-        ("rule user_sentences:", 0.1),
-        ("rule provenance:", 0.0),
+        # Each kill waits for an event of its job, not a delay, so every one lands while
+        # Snakemake runs, on a fast machine and on a busy one alike.
+        # The world's review file is written, its search log not yet: a half-finished job.
+        ("rule sample_world:", f"results/sample_world/{DOMAIN}/{DOMAIN}.jsonl"),
+        ("rule ingest:", f"{logs}/data/ingest_{DOMAIN}_*.log"),  # the job has started
+        ("rule user_sentences:", f"{logs}/data/user_sentences_{DOMAIN}.log"),
+        ("rule provenance:", None),  # as the first provenance job starts
     ]
     expected = manifest(cold_a)
     attempts = []
-    for n, (pattern, delay) in enumerate(kill_points):
+    for n, (pattern, event) in enumerate(kill_points):
         work = small_workflow(tmp_path / f"killed-{n}")
-        attempt = run_and_kill(work, DATA_TARGETS, pattern, delay)
+        attempt = run_and_kill(work, DATA_TARGETS, pattern, event)
         attempts.append(attempt)
         assert attempt.seen, attempt.describe()
         # A run that fails on its own is a bug, whether or not a kill landed.
@@ -107,8 +109,9 @@ def test_kill9_at_several_points_then_resume_equals_uninterrupted(cold_a, tmp_pa
         proc = local_run(work, "-n", *DATA_TARGETS)
         assert "Nothing to be done" in proc.stdout + proc.stderr
     kills = sum(a.killed for a in attempts)
-    assert kills >= 3, f"only {kills} of {len(kill_points)} kill points were hit:\n" + "\n".join(
-        a.describe() for a in attempts
+    assert kills == len(kill_points), (
+        f"only {kills} of {len(kill_points)} kill points were hit:\n"
+        + "\n".join(a.describe() for a in attempts)
     )
 
 

@@ -75,11 +75,11 @@ def cluster():
     if reason:
         pytest.skip(reason)
     was_up = subprocess.run(["bash", str(CLUSTER), "status"], capture_output=True).returncode == 0
-    up = subprocess.run(["bash", str(CLUSTER), "up"], capture_output=True, text=True, timeout=900)
+    up = subprocess.run(["bash", str(CLUSTER), "up"], capture_output=True, text=True)
     assert up.returncode == 0, f"cluster did not come up:\n{up.stdout}\n{up.stderr}"
     yield
     if not was_up:  # stop only what this test started
-        subprocess.run(["bash", str(CLUSTER), "down"], capture_output=True, timeout=120)
+        subprocess.run(["bash", str(CLUSTER), "down"], capture_output=True)
 
 
 @pytest.fixture(scope="module")
@@ -124,9 +124,9 @@ def runs(plugin_path, tmp_path_factory):
         text=True,
     )
     local_run(local_dir, *DATA_TARGETS)  # the reference, meanwhile
-    slurm_log, _ = slurm.communicate(timeout=900)
+    slurm_log, _ = slurm.communicate()
     wall = time.monotonic() - started
-    probe_log, _ = probe.communicate(timeout=600)
+    probe_log, _ = probe.communicate()
     print(f"\nSLURM data stage (small sample, 1 domain): {wall:.0f} s wall")
     assert slurm.returncode == 0, slurm_log[-6000:]
     assert probe.returncode == 0, probe_log[-6000:]

@@ -29,12 +29,14 @@ from .workflow import copy_workflow, snakemake
 pytestmark = pytest.mark.integration
 
 DOMAIN = "Musical_Instruments"
+# The judge's limits are generous: a busy machine answers slowly, not wrongly (the kill test
+# below must be failed by the kill, never by a timeout).
 OVERLAY = f"""
 domains: [{DOMAIN}]
 paper: {{build_pdf: false}}
 validation:
   sample: {{size: 10, history_sentences: 3}}
-  judge: {{max_retries: 1, timeout_s: 30}}
+  judge: {{max_retries: 1, timeout_s: 1800, startup_timeout: 3600}}
   human: {{source: simulated}}
   agreement: {{bootstrap: 50}}
 ttp:
@@ -240,9 +242,10 @@ def test_killing_the_server_fails_clearly_and_the_rerun_resumes(workdir):
         stderr=subprocess.STDOUT,
         text=True,
     )
+    # The kill waits for an event (the server has answered four questions), however long the
+    # machine takes to get there; pytest-timeout is the backstop for a hang.
     killed = False
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
+    while proc.poll() is None:
         served = log.read_text().count("/v1/chat/completions") if log.exists() else 0
         pid = _server_pid(workdir)
         if pid and served - before >= 4:
@@ -250,7 +253,7 @@ def test_killing_the_server_fails_clearly_and_the_rerun_resumes(workdir):
             killed = True
             break
         time.sleep(0.2)
-    out, _ = proc.communicate(timeout=300)
+    out, _ = proc.communicate()
     assert killed, "the server never answered four questions:\n" + out[-3000:]
     assert proc.returncode != 0
     judge_log = (workdir / "results/logs/validation/judge.log").read_text()

@@ -15,7 +15,7 @@ TINY_RESULTS = "results-tiny"  # results_dir of config/tiny.yaml
 
 def run_tiny(work: Path, *args: str, **env: str):
     """snakemake on the tiny configuration in ``work`` (targets or options in ``args``)."""
-    return run(snakemake_cmd("--profile", "profiles/local", *args, *TINY_CONFIG), work, 900, **env)
+    return run(snakemake_cmd("--profile", "profiles/local", *args, *TINY_CONFIG), work, **env)
 
 
 def linked_copy(work: Path, dest: Path) -> Path:

@@ -41,9 +41,9 @@ def copy_workflow(dest: Path) -> Path:
     return dest
 
 
-def snakemake(
-    workdir: Path, *args: str, check: bool = True, timeout: float = 1800
-) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run snakemake in ``workdir``: no time limit of its own (a busy machine is slower, not
+    wrong); pytest-timeout's per-test limit (pyproject.toml) is the backstop for a hang."""
     exe = Path(sys.executable).with_name("snakemake")
     env = dict(
         os.environ,
@@ -51,9 +51,7 @@ def snakemake(
         TRANSFORMERS_OFFLINE="1",
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
     )
-    proc = subprocess.run(
-        [str(exe), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    proc = subprocess.run([str(exe), *args], cwd=workdir, env=env, capture_output=True, text=True)
     if check and proc.returncode != 0:
         raise AssertionError(
             f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"

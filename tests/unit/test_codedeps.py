@@ -151,3 +151,32 @@ def test_a_damaged_or_foreign_cache_is_recomputed(tmp_path, monkeypatch):
     # The rewritten file now serves the answer.
     monkeypatch.setattr(codedeps, "code_deps", _no_walk)
     assert codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache) == expected
+
+
+def test_a_flipped_bit_in_the_cache_is_never_served(tmp_path, monkeypatch, caplog):
+    """The reproduction: a changed file name in the cache still parsed, and was served."""
+    import logging
+    import random
+
+    from personalir.common import codedeps
+
+    _tree(tmp_path)
+    cmds = {"job": "python workflow_scripts/job.py"}
+    cache = tmp_path / "codedeps.json"
+    expected = codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache)
+    original = cache.read_bytes()
+    # The damage the reproduction made: one file name changed, valid JSON still.
+    cache.write_bytes(original.replace(b"helper.py", b"helper.pz"))
+    with caplog.at_level(logging.WARNING, logger="personalir.common.codedeps"):
+        assert codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache) == expected
+    assert f"code-dependency cache {cache}: its content does not match its sha256" in caplog.text
+    # 200 single-bit flips: every answer is right, and none is raised.
+    rnd = random.Random(7)
+    for _ in range(200):
+        data = bytearray(original)
+        data[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
+        cache.write_bytes(bytes(data))
+        assert codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache) == expected
+    # The rewritten file serves the answer again without a walk.
+    monkeypatch.setattr(codedeps, "code_deps", _no_walk)
+    assert codedeps.rules_code_by_rule(cmds, tmp_path, cache=cache) == expected

@@ -56,7 +56,6 @@ def lucene_ranking(products, queries, tmp_path) -> dict:
         [sys.executable, "-c", LUCENE_CHILD, str(products), str(qpath), str(out)],
         capture_output=True,
         text=True,
-        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return {q: [(d, float(s)) for d, s in docs] for q, docs in json.loads(out.read_text()).items()}

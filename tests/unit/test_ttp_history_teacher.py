@@ -158,7 +158,7 @@ def test_openai_compatible_teacher_against_a_local_endpoint(monkeypatch):
             base_url=f"http://127.0.0.1:{server.server_port}/v1",
             model="qwen3-32b",
             api_key_env="TTP_TEST_KEY",
-            timeout_s=10,
+            timeout_s=600,  # generous: a busy machine answers slowly, not wrongly
             retries=0,
         )
         corpus = _corpus()

@@ -242,6 +242,48 @@ def test_cache_verifies_entries(tmp_path):
     cache.close()
 
 
+def test_a_file_that_is_not_a_database_becomes_an_empty_cache(tmp_path, caplog):
+    import logging
+
+    path = tmp_path / "c.sqlite"
+    path.write_bytes(b"this is not SQLite at all" * 100)
+    with caplog.at_level(logging.WARNING):
+        cache = ResponseCache(path)
+    assert f"judge cache {path} is damaged" in caplog.text and cache.rebuilt == 1
+    assert len(cache) == 0 and cache.get("k") is None
+    cache.put("k", {"content": "x"})
+    assert ResponseCache(path).get("k") == {"content": "x"}
+
+
+def test_entries_written_before_keys_were_checked_are_still_served(tmp_path):
+    import hashlib
+    import json
+    import sqlite3
+
+    path = tmp_path / "c.sqlite"
+    payload = json.dumps({"content": '{"rating": 3}'}, sort_keys=True)
+    with sqlite3.connect(path) as db:  # as the earlier cache wrote it: sha256 of the payload
+        db.execute(
+            "CREATE TABLE answers (key TEXT PRIMARY KEY, payload TEXT NOT NULL,"
+            " sha256 TEXT NOT NULL, created REAL NOT NULL)"
+        )
+        db.execute(
+            "INSERT INTO answers VALUES (?, ?, ?, 0)",
+            ("k", payload, hashlib.sha256(payload.encode()).hexdigest()),
+        )
+    db.close()
+    cache = ResponseCache(path)
+    assert cache.get("k") == {"content": '{"rating": 3}'} and cache.corrupt == 0
+
+
+def test_an_answer_moved_to_another_key_is_not_served(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("key-049", {"content": '{"rating": 5}'})
+    cache._db.execute("UPDATE answers SET key = 'key-009' WHERE key = 'key-049'")
+    cache._db.commit()
+    assert cache.get("key-009") is None and cache.corrupt == 1
+
+
 # --- a scripted endpoint -------------------------------------------------------------------
 class Script:
     """What the endpoint answers: a list of (status, content) consumed in order, then
@@ -299,9 +341,8 @@ def endpoint():
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    for _ in range(100):
-        if server.started:
-            break
+    while not server.started:  # an event, however long a busy machine takes to reach it
+        assert thread.is_alive(), "the scripted endpoint did not start"
         time.sleep(0.05)
     script.url = f"http://127.0.0.1:{port}/v1"
     yield script
@@ -316,7 +357,7 @@ def _settings(url, **kw):
         label="scripted judge",
         max_retries=2,
         parse_retries=1,
-        timeout_s=5,
+        timeout_s=600,  # generous: a busy machine answers slowly, not wrongly
         max_concurrency=2,
     )
     base.update(kw)

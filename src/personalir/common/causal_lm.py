@@ -5,14 +5,17 @@ their causal LM through :func:`load_causal_lm`. A GGUF file (the packaged SmolLM
 dequantised to float32 on every load, which takes most of a load; with a cache folder (the
 workflow's ``results/model_cache/``, top-level config key ``model_cache``) the dequantised
 copy is written once, keyed by the file and package versions, and every stage reads the same
-tensors and tokenizer from it.
+tensors and tokenizer from it. The copy is served only while every file of it matches the
+sha256 recorded when it was written (:mod:`personalir.common.checked_folder`): a damaged copy
+is named in a warning, removed and dequantised again, never loaded.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from personalir.common.io import atomic_dir, write_text
+from personalir.common.checked_folder import checked_folder
+from personalir.common.io import write_text
 from personalir.common.models import ModelRef
 
 
@@ -55,9 +58,11 @@ def load_causal_lm(ref: ModelRef, *, dtype: str = "float32", device: str = "cpu"
 
     hf_logging.disable_progress_bar()
     if ref.gguf_file and cache_dir is not None:
-        cached = Path(cache_dir) / gguf_cache_key(ref)
-        if not (cached / "config.json").exists():
-            _fill_gguf_cache(ref, cached)
+        cached = checked_folder(
+            Path(cache_dir) / gguf_cache_key(ref),
+            lambda folder: _dequantise_into(ref, folder),
+            label=f"model cache of {ref.name}",
+        )
         ref = ModelRef(ref.name, str(cached))
     kwargs = {"gguf_file": ref.gguf_file} if ref.gguf_file else {}
     # ref.path is a local folder (resolve_model, or the dequantised cache), not a hub id.
@@ -81,16 +86,12 @@ def _drop_quantizer(model) -> None:
         del model.config.quantization_config
 
 
-def _fill_gguf_cache(ref: ModelRef, target: Path) -> None:
-    """Dequantise once into ``target`` (written to a sibling temp folder, then renamed, so a
-    concurrent or interrupted writer never leaves a half-written copy)."""
-    import os
-    import shutil
-
+def _dequantise_into(ref: ModelRef, folder: Path) -> None:
+    """Dequantise the GGUF model once and save its float32 weights and tokenizer in
+    ``folder`` (a temporary folder that :func:`checked_folder` renames into place)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target.parent.mkdir(parents=True, exist_ok=True)
     tok = AutoTokenizer.from_pretrained(  # nosec B615  # ref.path: a local (packaged) folder
         ref.path, gguf_file=ref.gguf_file
     )
@@ -98,18 +99,8 @@ def _fill_gguf_cache(ref: ModelRef, target: Path) -> None:
         ref.path, gguf_file=ref.gguf_file, dtype=torch.float32
     )
     _drop_quantizer(model)
-    tmp = atomic_dir(target)
-    try:
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process filled it first: keep theirs
-            if not (target / "config.json").exists():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
 
 
 def stable_adapter_config(folder: str | Path) -> None:

@@ -19,7 +19,9 @@ The workflow asks for the walk of every rule's script each time Snakemake reads 
 Snakefile, a no-op run included. :func:`rules_code_by_rule` keeps the answers in a small JSON
 file, valid while no file under ``src/``, no Python file in the scripts' folder and not
 ``pyproject.toml`` has changed (path, modification time and size of each; a new or removed
-module or data file changes them too).
+module or data file changes them too). The file carries the sha256 of its answers: one that
+does not match (a flipped bit that still parses, say a changed file name) is named in a
+warning and the walk is done again, never served.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import ast
 import functools
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -38,6 +41,7 @@ from pathlib import Path
 # A rule's shell command names the workflow script it runs.
 SCRIPT = re.compile(r"(?:^|\s)(workflow_scripts/[\w/.-]+\.py)\b")
 PYPROJECT = "pyproject.toml"
+log = logging.getLogger(__name__)
 
 
 def _stamp(path: Path) -> tuple[str, int, int]:
@@ -209,6 +213,7 @@ def rules_code(shellcmds: Iterable[str | None], workdir: str | Path) -> list[str
 
 
 # Bump when the walk's rules change, so answers a previous version cached are not served.
+# 2: the file carries the sha256 of its answers.
 CACHE_VERSION = 2
 
 
@@ -235,34 +240,57 @@ def code_tree_stamp(workdir: str | Path, script_dirs: Iterable[str | Path]) -> s
     return hashlib.sha256("\n".join(entries).encode()).hexdigest()
 
 
+def _seal(stamp: str, deps: Mapping[str, list[str]]) -> str:
+    """sha256 of the cache's content (version, code tree stamp, answers) in canonical JSON."""
+    body = {"version": CACHE_VERSION, "stamp": stamp, "deps": dict(deps)}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
 def _read_cache(cache: Path, stamp: str) -> dict[str, list[str]]:
-    """The cached walks if ``cache`` holds this version's answers for this code tree, else {}."""
+    """The cached walks if ``cache`` holds this version's answers for this code tree, else {}.
+
+    A file of an older version or of another code tree is simply not used; one that is damaged
+    (not JSON, not this shape, or not matching its sha256) is named in a warning."""
     try:
-        saved = json.loads(cache.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        text = cache.read_text(encoding="utf-8")
+    except FileNotFoundError:
         return {}
-    if not (
-        isinstance(saved, dict)
-        and saved.get("version") == CACHE_VERSION
-        and saved.get("stamp") == stamp
-        and isinstance(saved.get("deps"), dict)
-    ):
-        return {}
-    deps = saved["deps"]
-    ok = all(
+    except (OSError, UnicodeDecodeError) as exc:
+        return _damaged(cache, f"unreadable ({exc})")
+    try:
+        saved = json.loads(text)
+    except ValueError:
+        return _damaged(cache, "not valid JSON")
+    if not isinstance(saved, dict):
+        return _damaged(cache, "not a JSON object")
+    if saved.get("version") != CACHE_VERSION:
+        return {}  # another version's answers
+    deps = saved.get("deps")
+    ok = isinstance(deps, dict) and all(
         isinstance(files, list) and all(isinstance(f, str) for f in files)
         for files in deps.values()
     )
-    return deps if ok else {}
+    if not ok or not isinstance(saved.get("stamp"), str):
+        return _damaged(cache, "its answers are not lists of file names")
+    if saved.get("sha256") != _seal(saved["stamp"], deps):
+        return _damaged(cache, "its content does not match its sha256")
+    return deps if saved["stamp"] == stamp else {}
+
+
+def _damaged(cache: Path, why: str) -> dict:
+    log.warning("code-dependency cache %s: %s; walking the code again", cache, why)
+    return {}
 
 
 def _write_cache(cache: Path, stamp: str, deps: Mapping[str, list[str]]) -> None:
     """Write the answers atomically; a folder that cannot be written only costs the walk."""
+    body = {"version": CACHE_VERSION, "stamp": stamp, "deps": dict(deps)}
+    body["sha256"] = _seal(stamp, deps)
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=f".{cache.name}.")
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump({"version": CACHE_VERSION, "stamp": stamp, "deps": dict(deps)}, out)
+            json.dump(body, out)
         os.replace(tmp, cache)
     except OSError:
         pass

@@ -11,7 +11,10 @@ the config came from a file, its line.
 Refused beyond what JSON Schema says: a key given twice in one YAML mapping (YAML keeps the
 last silently); a float where an integer belongs (``7.0``: JSON Schema would accept it);
 a ``results_dir`` that is empty, absolute, ``.``, climbs out with ``..`` or names one of the
-repository's own folders; and contradictions between keys that the schema declares with
+repository's own folders, a hidden (tool) folder such as ``.snakemake`` or ``.venv``, or runs
+through an existing file; a path-like value (schema keyword ``x-path``) holding a character
+outside ``personalir.common.config_paths.PATH_CHARACTERS`` (it lands in file names and shell
+commands); and contradictions between keys that the schema declares with
 
 - ``x-at-most: <dotted key>`` / ``x-less-than: <dotted key>`` on a property: its value (the
   largest item of a list) must be at most / below the other key's value;
@@ -32,6 +35,8 @@ from typing import Any
 
 import jsonschema
 import yaml
+
+from personalir.common.config_paths import path_value_problems, results_root_problems
 
 #: The checkout's root (meaningful when the package runs from a clone, as the workflow does).
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -290,9 +295,12 @@ def _largest(value: Any) -> Any:
 
 def semantic_errors(config: Mapping, schema: Mapping) -> list[tuple[tuple, str]]:
     """(key path, message) of each value the schema's types allow but the workflow cannot use:
-    an unsafe ``results_dir`` and the cross-key constraints (``x-at-most``, ``x-less-than``,
-    ``x-sum-less-than``) of a schema-valid config."""
-    out = [(("results_dir",), msg) for msg in results_dir_problems(config.get("results_dir"))]
+    an unsafe ``results_dir``, a path-like value (``x-path``) with an unsafe character, and
+    the cross-key constraints (``x-at-most``, ``x-less-than``, ``x-sum-less-than``) of a
+    schema-valid config."""
+    root = config.get("results_dir")
+    out = [(("results_dir",), m) for m in results_dir_problems(root) or results_root_problems(root)]
+    out += path_value_problems(config, schema)
 
     def walk(node: Any, sub: Mapping, path: tuple) -> None:
         if not isinstance(node, Mapping):

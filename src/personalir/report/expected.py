@@ -19,6 +19,13 @@ Record a file from a results tree you trust (the values are data, never typed by
 A value passes when ``|observed - expected| <= max(abs, rel x |expected|)`` with the table's
 tolerance (else the file's default); integers stored as integers (counts) must match
 exactly; a missing value (NaN) passes only against a missing one.
+
+Before its values are read, each table's bytes are checked (``check --lock``, default the
+``dvc.lock`` of the current folder): a table that ``dvc.lock`` records must be the recorded
+file or as the workflow job that wrote it left it, any other table as its writer left it
+(:func:`personalir.common.tracked.content_checker`). A table changed outside the workflow (a
+flipped byte, its mtime kept) is reported as ``CHANGED`` and fails the check, whatever its
+numbers say.
 """
 
 from __future__ import annotations
@@ -26,13 +33,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from personalir.common.config import duplicate_keys
 from personalir.common.io import atomic_open
+from personalir.common.tracked import content_checker
 
 # Table (path under the results root) -> its row key columns. The headline tables of both
 # papers as this project writes them; a table a configuration does not produce is skipped.
@@ -164,10 +172,19 @@ def _compare(expected, observed, abs_tol: float, rel_tol: float) -> tuple[bool, 
     return abs(float(observed) - float(expected)) <= tol + 1e-12, tol
 
 
-def check(results_dir: str | Path, doc: Mapping, where: str = "expected") -> pd.DataFrame:
+def check(
+    results_dir: str | Path,
+    doc: Mapping,
+    where: str = "expected",
+    verify: Callable[[Path], str | None] | None = None,
+) -> pd.DataFrame:
     """One row per expected value (and per new one): ``file, row, column, expected,
     observed, tolerance, status`` with status OK, FAIL, MISSING (table, row or column gone)
-    or NEW (not in the expected file)."""
+    or NEW (not in the expected file).
+
+    ``verify(path)`` says what is wrong with a table's bytes (None: nothing); a table it
+    faults gets one row with status CHANGED and its message as ``observed``, and its values
+    are not read."""
     results_dir = Path(results_dir)
     tables = doc.get("tables")
     if not isinstance(tables, Mapping) or not tables:
@@ -196,6 +213,10 @@ def check(results_dir: str | Path, doc: Mapping, where: str = "expected") -> pd.
         if not path.is_file():
             add(rel, "", "", None, None, None, "MISSING")
             continue
+        problem = verify(path) if verify is not None else None
+        if problem:
+            add(rel, "", "", None, problem, None, "CHANGED")
+            continue
         observed = table_values(read_table(path), table["key"], str(path))
         for row, cols in table["rows"].items():
             if row not in observed:
@@ -220,7 +241,7 @@ def check(results_dir: str | Path, doc: Mapping, where: str = "expected") -> pd.
 
 
 def failures(report: pd.DataFrame) -> pd.DataFrame:
-    return report[report["status"].isin(["FAIL", "MISSING"])]
+    return report[report["status"].isin(["FAIL", "MISSING", "CHANGED"])]
 
 
 def describe(report: pd.DataFrame, limit: int | None = None) -> list[str]:
@@ -229,6 +250,9 @@ def describe(report: pd.DataFrame, limit: int | None = None) -> list[str]:
     lines = ["expected results: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in _ORDER)]
     bad = failures(report)
     for r in bad.head(limit).itertuples(index=False) if limit else bad.itertuples(index=False):
+        if r.status == "CHANGED":
+            lines.append(str(r.observed))
+            continue
         lines.append(
             f"{r.status} {r.file} [{r.row}] {r.column}: expected {r.expected}, observed "
             f"{r.observed} (tolerance {r.tolerance})"
@@ -236,7 +260,7 @@ def describe(report: pd.DataFrame, limit: int | None = None) -> list[str]:
     return lines
 
 
-_ORDER = ("OK", "FAIL", "MISSING", "NEW")
+_ORDER = ("OK", "FAIL", "MISSING", "NEW", "CHANGED")
 
 
 def load(path: str | Path) -> dict:
@@ -325,6 +349,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     chk.add_argument("results_dir")
     chk.add_argument("expected")
     chk.add_argument("--csv", help="write the per-value report here")
+    chk.add_argument(
+        "--lock",
+        default="dvc.lock",
+        help="the dvc.lock whose records the tables are checked against (default: this "
+        "folder's; a missing file: the writers' records only)",
+    )
     ren = sub.add_parser("render", help="write an expected file as Markdown tables")
     ren.add_argument("expected")
     ren.add_argument("--out", required=True)
@@ -340,7 +370,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         n = sum(len(c) for t in doc["tables"].values() for c in t["rows"].values())
         print(f"{args.out}: {n} values of {len(doc['tables'])} tables")
         return 0
-    report = check(args.results_dir, load(args.expected), where=args.expected)
+    report = check(
+        args.results_dir,
+        load(args.expected),
+        where=args.expected,
+        verify=content_checker(args.lock),
+    )
     if args.csv:
         with atomic_open(args.csv) as fh:
             report.to_csv(fh, index=False)

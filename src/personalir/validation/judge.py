@@ -16,7 +16,8 @@ relies on:
 - **A response cache** (:class:`ResponseCache`, SQLite) keyed by the model, the dimension's
   prompt version, the messages and the sampling settings: a rerun costs no call. Each entry
   stores the sha256 of its payload and is verified on read; a mismatching or unreadable entry
-  is dropped and asked again (counted as ``cache_corrupt``).
+  is dropped and asked again (counted as ``cache_corrupt``), and a damaged file is rebuilt from
+  its intact entries (:mod:`personalir.validation.response_cache`).
 - **Bad answers** (not JSON, wrong key, a label off the scale, a refusal) are retried
   ``parse_retries`` times with a fresh seed (and ``retry_temperature``, since a greedy judge
   repeats itself), then recorded with the reason of the last failure: counted and reported,
@@ -28,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import threading
 import time
 from collections import Counter
@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 
 from personalir.common.urls import check_key_transport
 from personalir.validation.dimensions import DIMENSIONS, AnswerError, Dimension, parse_answer
+from personalir.validation.response_cache import ResponseCache
 
 
 class JudgeUnavailableError(RuntimeError):
@@ -92,62 +93,6 @@ class JudgeSettings:
     def public(self) -> dict:
         """The settings as recorded in reports (the key's variable name, never its value)."""
         return asdict(self)
-
-
-class ResponseCache:
-    """Judge answers on disk (SQLite), verified by a sha256 per entry."""
-
-    def __init__(self, path):
-        from pathlib import Path
-
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, payload TEXT NOT NULL,"
-            " sha256 TEXT NOT NULL, created REAL NOT NULL)"
-        )
-        self._db.commit()
-        self.corrupt = 0
-
-    def get(self, key: str) -> dict | None:
-        with self._lock:
-            try:
-                row = self._db.execute(
-                    "SELECT payload, sha256 FROM answers WHERE key = ?", (key,)
-                ).fetchone()
-            except sqlite3.DatabaseError:
-                row = ("", "unreadable")
-            if row is None:
-                return None
-            payload, digest = row
-            try:
-                if hashlib.sha256(payload.encode()).hexdigest() != digest:
-                    raise ValueError("checksum mismatch")
-                return json.loads(payload)
-            except (ValueError, TypeError):
-                self.corrupt += 1
-                self._db.execute("DELETE FROM answers WHERE key = ?", (key,))
-                self._db.commit()
-                return None
-
-    def put(self, key: str, record: dict) -> None:
-        payload = json.dumps(record, sort_keys=True)
-        digest = hashlib.sha256(payload.encode()).hexdigest()
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)",
-                (key, payload, digest, time.time()),
-            )
-            self._db.commit()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
-
-    def close(self) -> None:
-        self._db.close()
 
 
 def request_body(dim: Dimension, item: dict, settings: JudgeSettings, attempt: int) -> dict:
