@@ -24,7 +24,12 @@ import pytest
 import yaml
 
 from personalir.common.config import REPO_ROOT, deep_merge, validate_config
-from personalir.workflow.support import CUDA_ENV_STAGES, conda_env
+from personalir.workflow.support import (
+    CUDA_ENV_STAGES,
+    conda_env,
+    path_with_interpreter_first,
+    put_interpreter_first_on_path,
+)
 
 ENV_FILES = sorted((REPO_ROOT / "envs").glob("*.yaml"))
 CUDA_TWINS = sorted((REPO_ROOT / "envs").glob("*-cuda.yaml"))
@@ -305,3 +310,21 @@ def test_gpu_rule_check_sees_a_fixed_env(tmp_path):
     blocks = dict(rule_blocks(smk))
     assert HELPER_CALL.search(blocks["a"]) is None
     assert HELPER_CALL.search(blocks["b"]).group(1) == "ttp"
+
+
+def test_rules_find_the_interpreter_running_snakemake_first():
+    """`.venv/bin/snakemake ...` runs the rules' `python` from that venv without activating it:
+    rules/common.smk puts the interpreter's directory first on PATH, once."""
+    first = path_with_interpreter_first
+    assert first("/usr/bin:/venv/bin:/bin", "/venv/bin/python") == "/venv/bin:/usr/bin:/bin"
+    assert first("/usr/bin::/bin", "/v/bin/python3.11") == "/v/bin:/usr/bin:/bin"
+    assert first("", "/v/bin/python") == "/v/bin"
+    common = (REPO_ROOT / "rules" / "common.smk").read_text()
+    assert "workflow_support.put_interpreter_first_on_path()" in common
+
+
+def test_put_interpreter_first_on_path(monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setattr(sys, "executable", "/venv/bin/python")
+    put_interpreter_first_on_path()
+    assert os.environ["PATH"] == "/venv/bin:/usr/bin:/bin"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Mapping, Sequence
 
 from personalir.common.config import REPO_ROOT
@@ -262,6 +264,25 @@ def retrieval_resource(retrieval: Mapping, name: str, key: str):
     """A retriever's own resource setting, or the stage default."""
     value = retrieval["retrievers"].get(name, {}).get(key)
     return retrieval["resources"][key] if value is None else value
+
+
+# --- the interpreter the rules run ------------------------------------------------------------
+def path_with_interpreter_first(path: str, executable: str) -> str:
+    """PATH with the directory of ``executable`` (the interpreter running Snakemake) first.
+
+    Rules run ``python`` from PATH: with it first, ``.venv/bin/snakemake ...`` runs every job in
+    the venv without activating it, locally and in the jobs a cluster executor starts with the
+    same interpreter; a conda env (``--sdm conda``) activates in front of it.
+    """
+    first = os.path.dirname(executable)
+    rest = [entry for entry in path.split(os.pathsep) if entry and entry != first]
+    return os.pathsep.join([first, *rest])
+
+
+def put_interpreter_first_on_path() -> None:
+    """Set this process's PATH (which the rules' shells inherit) to
+    :func:`path_with_interpreter_first` of the running interpreter."""
+    os.environ["PATH"] = path_with_interpreter_first(os.environ.get("PATH", ""), sys.executable)
 
 
 # --- software environments (envs/*.yaml, `--software-deployment-method conda`) ----------------
