@@ -42,12 +42,12 @@ INDEX = "https://download.pytorch.org/whl/{}"
 # The CUDA builds of torch 2.13.0 on the PyTorch index (download.pytorch.org/whl/<variant>, local
 # version `2.13.0+<variant>`) that this script chooses between, with the CUDA runtime each
 # bundles. PyPI's own Linux wheel of 2.13.0 is a CUDA 13.0 build (its metadata requires
-# cuda-toolkit==13.0.3). A driver runs every build of its CUDA major version up to its own minor
-# version, and older minors of that major too (CUDA's minor version compatibility), so a cu12x
-# build needs a driver for CUDA 12.0 or newer, cu130 one for CUDA 13.0 or newer.
+# cuda-toolkit==13.0.3). A driver runs builds of older CUDA versions and, within its major
+# version, of newer minor versions too (CUDA's minor version compatibility), so a cu12x build
+# needs a driver for CUDA 12.0 or newer, cu130 one for CUDA 13.0 or newer.
 CUDA_VARIANTS = {"cu126": (12, 6), "cu128": (12, 8), "cu130": (13, 0)}
 # Without a driver to ask (TORCH=cuda on a login node): the CUDA 12 build with the widest reach,
-# every driver from R525 (CUDA 12.0) on and kernels for every GPU from Pascal to Hopper.
+# every driver from R525 (CUDA 12.0) on, kernels up to Hopper and for GPUs older than Turing.
 DEFAULT_VARIANT = "cu126"
 # GPUs older than Turing (compute capability below 7.5) have kernels only in the cu126 build;
 # Blackwell GPUs (10.0 and up) only in cu128 and newer.
