@@ -2,6 +2,10 @@
 #   make run    set up everything from nothing and run the workflow on the embedded default
 #   make test   set up everything and run lint + the test suite
 # Both are idempotent: setup steps are skipped when their stamp is newer than their inputs.
+# Each target installs only what it uses: `setup-python` (the venv: no root, no system packages)
+# for the Python tools, `fetch` and `cluster-setup`; TeX and Java (`system-deps`, apt-get with
+# sudo when missing) only for `run` (TeX: the paper PDF), `dvc-update` and `test` (Java: the
+# Lucene parity test).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
@@ -18,14 +22,20 @@ export TRANSFORMERS_OFFLINE := 1
 export DVC_NO_ANALYTICS := 1
 export TOKENIZERS_PARALLELISM := false
 export PATH := $(CURDIR)/$(BIN):$(PATH)
+# The torch build (scripts/torch_build.py): TORCH=cpu|cuda overrides the guess (unset: the CUDA
+# build where an NVIDIA driver is present, else the CPU build); TORCH_CUDA=cu126|cu128|cu130
+# names the CUDA variant (unset: chosen from the driver; cu126 where there is none to ask).
+TORCH ?= auto
+TORCH_CUDA ?=
+TORCH_STATE := $(VENV)/.torch-build
 
-.PHONY: run test setup system-deps lint lock clean-results rule-benchmarks benchmarks report \
-	paper-scale-plan
+.PHONY: run test setup setup-python system-deps system-tex system-java lint lock clean-results \
+	rule-benchmarks benchmarks report paper-scale-plan FORCE
 
 # Before and after Snakemake, every output dvc.lock records is checked by content (those not
 # changed since their last check by a stat only): a flipped byte, mtime kept, is named and
 # stops the run instead of passing for up to date (scripts/verify_outputs.py).
-run: setup
+run: system-tex setup-python
 	$(BIN)/python scripts/verify_outputs.py
 	@start=$$($(BIN)/python -c 'import time; print(time.time_ns() - 2_000_000_000)'); \
 	$(BIN)/snakemake --profile profiles/local && \
@@ -34,11 +44,17 @@ run: setup
 test: setup $(DEV_STAMP)
 	bash scripts/run_tests.sh
 
-setup: system-deps $(STAMP)
+setup: system-deps setup-python
 
-# Debian packages: a TeX engine for the paper PDF; a Java 17 runtime for pyserini's Lucene
-# (the BM25 parity test and the `pyserini` comparison in benchmarks/bench_retrieval.py).
-system-deps:
+# The venv with the locked packages and the torch build that fits: no root, no system packages.
+setup-python: $(STAMP)
+
+# Debian packages, each installed only where missing: a TeX engine for the paper PDF; a Java 17
+# runtime for pyserini's Lucene (the BM25 parity test and the `pyserini` comparison in
+# benchmarks/bench_retrieval.py).
+system-deps: system-tex system-java
+
+system-tex:
 	@if ! command -v pdflatex >/dev/null 2>&1; then \
 	  echo "Installing a TeX engine from Debian (texlive-latex-base)..."; \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
@@ -46,6 +62,8 @@ system-deps:
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 	    texlive-latex-base texlive-latex-recommended texlive-fonts-recommended lmodern; \
 	fi
+
+system-java:
 	@if ! command -v java >/dev/null 2>&1; then \
 	  echo "Installing a Java runtime from Debian (openjdk-17-jre-headless)..."; \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
@@ -54,12 +72,21 @@ system-deps:
 	    openjdk-17-jre-headless; \
 	fi
 
+# The choice, printed at every setup; the file changes (and torch is reinstalled) only when the
+# choice does.
+$(TORCH_STATE): FORCE
+	@$(PYTHON) scripts/torch_build.py choose --torch "$(TORCH)" --cuda "$(TORCH_CUDA)" \
+	  --lock requirements.lock --state $@
+
+FORCE:
+
 # The lock pins every transitive package, so it installs with --no-deps (no resolution,
-# no surprise upgrades). torch comes first: the pinned CPU wheel, never a CUDA build.
-$(STAMP): requirements.lock pyproject.toml
+# no surprise upgrades), all but torch: the chosen build of the lock's torch version.
+$(STAMP): requirements.lock pyproject.toml $(TORCH_STATE)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) "$$(grep -E '^torch==' requirements.lock)" $(QUIET_PIP)
-	$(PIP) -r requirements.lock $(QUIET_PIP)
+	grep -v -E '^torch==' requirements.lock > $(VENV)/requirements-without-torch.txt
+	$(PIP) -r $(VENV)/requirements-without-torch.txt $(QUIET_PIP)
+	$(BIN)/python scripts/torch_build.py install --state $(TORCH_STATE) $(QUIET_PIP)
 	$(PIP) --no-build-isolation -e . $(QUIET_PIP)
 	$(BIN)/python scripts/check_env.py
 	@touch $(STAMP)
@@ -69,25 +96,29 @@ $(DEV_STAMP): requirements-dev.lock $(STAMP)
 	$(PIP) -r requirements-dev.lock $(QUIET_PIP)
 	@touch $(DEV_STAMP)
 
-lint: setup $(DEV_STAMP)
+lint: setup-python $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 # Regenerate requirements.lock from the current venv (after changing pins in pyproject.toml):
-# every installed package but the dev tools that requirements-dev.lock pins.
+# every installed package but the dev tools that requirements-dev.lock pins. The lock pins
+# torch's CPU build: regenerate it from a venv set up with TORCH=cpu.
 lock:
+	@v=$$($(BIN)/python -c 'import importlib.metadata as m; print(m.version("torch"))'); \
+	  case "$$v" in *+cpu) ;; *) echo "make lock: torch $$v here; the lock pins the CPU build:" \
+	  "set up with TORCH=cpu first" >&2; exit 1;; esac
 	$(BIN)/python -m pip list --format=freeze --exclude-editable \
 	  | grep -v -i -E "^($$(sed -n 's/==.*//p' requirements-dev.lock | paste -sd'|' -))==" \
 	  > requirements.lock
 
 # One self-contained HTML page of every figure and main table with its caption (after a run).
-report: setup
+report: setup-python
 	$(BIN)/snakemake --profile profiles/local --report results/logs/report.html
 
 # Every rule's wall time, CPU time and peak memory from Snakemake's benchmark files of the
 # jobs that have run in results/ (after `make run`), and the critical path through the plan of
 # a forced dry run: tables and a figure in results/logs/.
-rule-benchmarks: setup
+rule-benchmarks: setup-python
 	mkdir -p results/logs
 	$(BIN)/snakemake --profile profiles/local --forceall --dry-run > results/logs/plan.txt
 	$(BIN)/python -m personalir.report.rule_benchmarks results/logs/benchmarks \
@@ -99,14 +130,14 @@ rule-benchmarks: setup
 # CPU-hours, GPU-hours and SLURM resources per rule in results/logs/paper_scale.{csv,md}.
 # The checked-in table and the SLURM profile's block come from the f64f772 cold run's records
 # (docs/data/cold_run_f64f772_rules.csv), not from these.
-paper-scale-plan: setup
+paper-scale-plan: setup-python
 	mkdir -p results/logs
 	$(BIN)/python -m personalir.report.paper_scale results/logs/benchmarks \
 		--rules-csv results/logs/paper_scale_rules.csv \
 		--csv results/logs/paper_scale.csv --md results/logs/paper_scale.md
 
 # Every stage's cost per unit of work at x1 and x10 and the reference ratios (docs/speed.md).
-benchmarks: setup
+benchmarks: setup-python
 	$(BIN)/python benchmarks/all_stages.py
 
 clean-results:
@@ -116,17 +147,17 @@ clean-results:
 .PHONY: fetch dvc-update cluster-setup slurm-up slurm-down
 
 # Sample-scale artifacts from the DVC remote, verified, with file times in pipeline order.
-fetch: setup
+fetch: setup-python
 	$(BIN)/python scripts/fetch_artifacts.py
 
 # Maintainers, after a change to rules, config or code: regenerate dvc.yaml from the DAG,
 # rebuild what no longer matches dvc.lock, record every artifact and push it to the in-repo
 # remote (then commit dvc.yaml, dvc.lock and dvc-store/).
-dvc-update: setup
+dvc-update: system-tex setup-python
 	$(BIN)/python scripts/dvc_update.py
 
 # The SLURM executor plugin (cluster extra; kept out of the local lock on purpose).
-cluster-setup: setup
+cluster-setup: setup-python
 	$(BIN)/python -m pip install -q --no-deps -r requirements-cluster.txt
 
 # A one-node SLURM cluster on this machine (root; Debian packages installed if missing).

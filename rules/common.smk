@@ -3,6 +3,10 @@ from functools import partial
 
 from personalir.workflow import support as workflow_support
 
+# Rules run `python`: the interpreter running Snakemake (the venv's) comes first on PATH, so
+# `.venv/bin/snakemake ...` needs no activated venv, here and in cluster jobs.
+workflow_support.put_interpreter_first_on_path()
+
 # Every rule hands its script the config values it reads as params_json(...) (derived
 # values as compact_json(...)): one format, and a rerun trigger when a value changes.
 params_json = partial(workflow_support.params_json, config)

@@ -34,7 +34,7 @@ rule errors_correct:
         gpu=1 if "gector" in ERRORS_GEC["backends"] else 0,
     threads: config["threads"]
     conda:
-        "../envs/errors.yaml"
+        workflow_support.conda_env(config, "errors")
     shell:
         "python -u workflow_scripts/errors_correct.py --sentences {input.sentences:q}"
         " --params {params.gec:q} --threads {threads} --cache-dir {params.cache:q}"

@@ -34,7 +34,7 @@ rule queries_lm:
         gpu=QUERIES_GPU,
     threads: config["threads"]
     conda:
-        "../envs/queries.yaml"
+        workflow_support.conda_env(config, "queries")
     shell:
         "python -u workflow_scripts/queries_lm.py --seeds {input.seeds:q}"
         " --params {params.queries:q} --seed {params.seed} --threads {threads}"
@@ -69,7 +69,7 @@ rule queries_candidates:
         gpu=QUERIES_GPU,
     threads: config["threads"]
     conda:
-        "../envs/queries.yaml"
+        workflow_support.conda_env(config, "queries")
     shell:
         "python -u workflow_scripts/queries_candidates.py --domain {wildcards.domain}"
         " --products {input.products:q} --reviewers {input.reviewers:q} --adapter {input.adapter:q}"
@@ -116,7 +116,7 @@ rule queries_select:
         gpu=QUERIES_GPU,
     threads: config["threads"]
     conda:
-        "../envs/queries.yaml"
+        workflow_support.conda_env(config, "queries")
     shell:
         "python -u workflow_scripts/queries_select.py --domain {wildcards.domain}"
         " --candidates {input.candidates:q} --candidates-report {input.candidates_report:q}"

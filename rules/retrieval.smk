@@ -93,7 +93,7 @@ rule retrieval_run:
         gpu=lambda w: retrieval_resource(w.retriever, "gpu"),
     threads: RETRIEVAL["threads"]
     conda:
-        "../envs/retrieval.yaml"
+        workflow_support.conda_env(config, "retrieval")
     shell:
         "python -u workflow_scripts/retrieval_run.py --name {wildcards.retriever}"
         " --entry {params.entry:q} --settings {params.settings:q} --seed {params.seed}"

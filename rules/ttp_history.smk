@@ -25,7 +25,7 @@ rule ttp_history_examples:
         gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_history_examples.py --examples {input.examples:q}"
         " --items {input.corpus:q} --params {params.ttp:q} --output {output.examples:q}"
@@ -55,7 +55,7 @@ rule ttp_history_teacher:
         gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_teacher.py --examples {input.examples:q}"
         " --items {input.corpus:q} --seed {params.seed} --params {params.ttp:q}"
@@ -126,7 +126,7 @@ rule ttp_history_run:
         gpu=ttp_wf.ttp_gpu(config, "ttp"),
     threads: ttp_wf.run_threads(config, "ttp")
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_run.py --method ttp"
         " --examples {input.examples:q} --items {input.corpus:q} --models {params.models:q}"

@@ -29,7 +29,7 @@ rule ttp_examples:
         gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_examples.py --set {wildcards.ttp_set}"
         " --source {params.source} {params.sources:q} --seed {params.seed} --params {params.ttp:q}"
@@ -58,7 +58,7 @@ rule ttp_teacher:
         gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_teacher.py --examples {input.examples:q}"
         " --items {input.corpus:q} --seed {params.seed} --params {params.ttp:q}"
@@ -114,7 +114,7 @@ rule ttp_public_examples:
         gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_public_examples.py --set {wildcards.public}"
         " --format {params.fmt} --data-dir {params.data_dir:q} --params {params.ttp:q}"
@@ -153,7 +153,7 @@ for _fmt in ("personalwab", "kuaisearch"):
             runtime=10,
         threads: 1
         conda:
-            "../envs/ttp.yaml"
+            workflow_support.conda_env(config, "ttp")
         shell:
             "python -u workflow_scripts/ttp_public_fixture.py --format {params.fmt}"
             " --domain {params.domain} --reviews {input.reviews:q} --meta {input.meta:q}"

@@ -36,7 +36,7 @@ rule ttp_pqb_examples:
         gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_pqb_examples.py --set {wildcards.ttp_set}"
         " --benchmark {input.benchmark:q} --reviews {input.reviews:q} --products {input.products:q}"

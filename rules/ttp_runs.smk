@@ -30,7 +30,7 @@ rule ttp_run:
         gpu=lambda w: ttp_wf.ttp_gpu(config, w.method),
     threads: lambda w: ttp_wf.run_threads(config, w.method)
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_run.py --method {wildcards.method}"
         " --examples {input.examples:q} --items {input.corpus:q} --models {params.models:q}"
@@ -66,7 +66,7 @@ rule ttp_relevance:
         gpu=lambda w: ttp_wf.ttp_gpu(config, w.method),
     threads: lambda w: ttp_wf.run_threads(config, w.method)
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_relevance.py --method {wildcards.method}"
         " --pairs {input.pairs:q} --items {input.corpus:q} --models {params.models:q}"

@@ -63,7 +63,7 @@ rule ttp_sft:
         gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_sft.py{params.mode} --backbone \"$(dirname {input.backbone:q})\""
         " --sft {input.sft:q} --items {input.corpus:q} --examples {input.examples:q}"
@@ -142,7 +142,7 @@ rule ttp_rewrites:
         gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_rewrites.py --backbone \"$(dirname {input.backbone:q})\""
         " --adapter \"$(dirname {input.adapter:q})\" --examples {input.examples:q}"
@@ -188,7 +188,7 @@ rule ttp_rl:
         gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.rl_threads(config)
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_rl.py --variant {wildcards.rl_variant}"
         " --backbone \"$(dirname {input.backbone:q})\" --sft-adapter \"$(dirname {input.adapter:q})\""
@@ -224,7 +224,7 @@ rule ttp_dense_ft:
         gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_dense_ft.py --variant {wildcards.variant}"
         " --examples {input.examples:q} --items {input.corpus:q} {params.rewrites:q}"
@@ -260,7 +260,7 @@ rule ttp_fusion:
         gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_fusion.py --kind {wildcards.fusion}"
         " --examples {input.examples:q} --items {input.corpus:q} --dense-model {params.dense:q}"
@@ -290,7 +290,7 @@ rule ttp_teacher_rewrites:
         gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_rewrites.py --backbone \"$(dirname {input.backbone:q})\""
         " --adapter \"$(dirname {input.adapter:q})\" --examples {input.examples:q}"
@@ -322,7 +322,7 @@ rule ttp_student:
         gpu=ttp_wf.ttp_gpu(config),
     threads: 1
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_student.py --variant {wildcards.student_variant}"
         " --examples {input.examples:q} --rewrites {input.rewrites:q} --items {input.corpus:q}"
@@ -356,7 +356,7 @@ rule ttp_cache_store:
         gpu=ttp_wf.ttp_gpu(config),
     threads: ttp_wf.sft_threads(config)
     conda:
-        "../envs/ttp.yaml"
+        workflow_support.conda_env(config, "ttp")
     shell:
         "python -u workflow_scripts/ttp_cache_store.py --examples {input.examples:q}"
         " --items {input.corpus:q} --models {params.models:q} --params {params.ttp:q}"

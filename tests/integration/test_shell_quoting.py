@@ -43,7 +43,6 @@ def test_a_checkout_path_with_a_space_a_quote_and_a_substitution_runs_and_execut
         env=env(),
         capture_output=True,
         text=True,
-        timeout=1800,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (work / target).is_file()

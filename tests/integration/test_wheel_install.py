@@ -32,9 +32,7 @@ D = "Musical_Instruments"
 
 
 def _run(cmd: list, *, cwd: Path, env: dict | None = None, check: bool = True):
-    proc = subprocess.run(
-        [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
-    )
+    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True)
     if check and proc.returncode:
         raise AssertionError(f"{cmd[:3]} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return proc

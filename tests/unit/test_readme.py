@@ -120,7 +120,7 @@ def help_of(cmd: tuple[str, ...]) -> tuple[int, str]:
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
     )
     proc = subprocess.run(  # nosec B603  # fixed argv of the repository's own commands
-        [*cmd, "--help"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        [*cmd, "--help"], cwd=REPO, env=env, capture_output=True, text=True
     )
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -403,7 +403,7 @@ def test_own_reviews_box_plans_pqb_on_tiny_files(tmp_path):
     reviews.parent.mkdir(parents=True, exist_ok=True)
     write_reviews(reviews)
     write_catalogue(meta)
-    out = snakemake(work, *argv[1:], "-n", timeout=300).stdout
+    out = snakemake(work, *argv[1:], "-n").stdout
     for rule in ("ingest", "product_documents", "syntax_encoder", "errors_profiles"):
         assert f"rule {rule}:" in out, rule
     for rule in ("queries_select", "queries_tables", "retrieval_run", "retrieval_tables"):

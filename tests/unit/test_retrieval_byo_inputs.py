@@ -218,7 +218,6 @@ def test_console_command_exits_2_without_traceback(tmp_path):
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")},
-        timeout=600,
     )
     assert proc.returncode == 2, proc.stderr
     assert f"m_{D}.run:2: unknown query id 'nope'" in proc.stderr

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Mapping, Sequence
 
+from personalir.common.config import REPO_ROOT
 from personalir.retrieval.base import RETRIEVERS
 from personalir.retrieval.hybrid import FusedDenseSparseRetriever
 
@@ -261,6 +264,60 @@ def retrieval_resource(retrieval: Mapping, name: str, key: str):
     """A retriever's own resource setting, or the stage default."""
     value = retrieval["retrievers"].get(name, {}).get(key)
     return retrieval["resources"][key] if value is None else value
+
+
+# --- the interpreter the rules run ------------------------------------------------------------
+def path_with_interpreter_first(path: str, executable: str) -> str:
+    """PATH with the directory of ``executable`` (the interpreter running Snakemake) first.
+
+    Rules run ``python`` from PATH: with it first, ``.venv/bin/snakemake ...`` runs every job in
+    the venv without activating it, locally and in the jobs a cluster executor starts with the
+    same interpreter; a conda env (``--sdm conda``) activates in front of it.
+    """
+    first = os.path.dirname(executable)
+    rest = [entry for entry in path.split(os.pathsep) if entry and entry != first]
+    return os.pathsep.join([first, *rest])
+
+
+def put_interpreter_first_on_path() -> None:
+    """Set this process's PATH (which the rules' shells inherit) to
+    :func:`path_with_interpreter_first` of the running interpreter."""
+    os.environ["PATH"] = path_with_interpreter_first(os.environ.get("PATH", ""), sys.executable)
+
+
+# --- software environments (envs/*.yaml, `--software-deployment-method conda`) ----------------
+# Stages whose envs/<stage>.yaml (torch's CPU build) has a CUDA twin, envs/<stage>-cuda.yaml (the
+# same pins, torch's CUDA build), each with the test of whether a configuration runs that
+# stage's models where a GPU may be: the device setting that its GPU rules follow is `cuda`,
+# `cuda:<n>` or `auto` (`auto` too, since only the CUDA build ever sees a GPU). A setting
+# decides, not the machine: Snakemake builds the envs on the host it runs on (a cluster's login
+# node), not on the GPU nodes, and no pip environment marker tells a GPU machine apart.
+def wants_cuda(device) -> bool:
+    """Whether a torch device setting may use a GPU: `cuda`, `cuda:<n>` or `auto`."""
+    return str(device) == "auto" or str(device).startswith("cuda")
+
+
+CUDA_ENV_STAGES = {
+    "errors": lambda c: (
+        "gector" in c["errors"]["gec"]["backends"]
+        and wants_cuda(c["errors"]["gec"]["gector"]["device"])
+    ),
+    "queries": lambda c: wants_cuda(c["queries"]["lm"]["device"]),
+    "retrieval": lambda c: wants_cuda(c["retrieval"]["device"]),
+    "ttp": lambda c: wants_cuda(c["ttp"]["device"]),
+}
+ENV_DIR = "../envs"  # as a rule's `conda:` names it: relative to rules/
+
+
+def conda_env(config: Mapping, name: str) -> str:
+    """The env file for a rule of stage ``name`` (its ``conda:`` directive), relative to rules/:
+    ``../envs/<name>-cuda.yaml`` where the configuration runs the stage's models on a GPU
+    (``CUDA_ENV_STAGES``), else ``../envs/<name>.yaml``. Rules declaring a ``gpu`` resource
+    name their env with it (``conda: workflow_support.conda_env(config, "ttp")``)."""
+    if not (REPO_ROOT / "envs" / f"{name}.yaml").is_file():
+        raise ValueError(f"conda_env: no environment envs/{name}.yaml")
+    wants = CUDA_ENV_STAGES.get(name)
+    return f"{ENV_DIR}/{name}-cuda.yaml" if wants and wants(config) else f"{ENV_DIR}/{name}.yaml"
 
 
 # --- compute and presentation ----------------------------------------------------------------
