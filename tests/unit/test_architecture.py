@@ -54,27 +54,12 @@ def _imports(module: str, path: Path):
     """``(line, imported module, statement)`` for each import of a ``personalir`` module.
 
     ``from package import name`` imports the submodule ``package.name`` when there is one;
-    relative imports are resolved against ``module``.
+    relative imports are resolved against ``module`` (:func:`_all_imports` reads them).
     """
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == "personalir":
-                    yield node.lineno, alias.name, f"import {alias.name}"
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                package = module if _is_package(module) else module.rsplit(".", 1)[0]
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join(anchor + ([base] if base else []))
-            if base.split(".")[0] != "personalir":
-                continue
-            shown = f"from {'.' * node.level}{node.module or ''} import "
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                yield node.lineno, sub if sub in MODULES else base, shown + alias.name
+    for line, imported, name, _ in _all_imports(module, path, guarded=True):
+        if imported.split(".")[0] != "personalir":
+            continue
+        yield line, imported, (f"from ... import {name}" if name else f"import {imported}")
 
 
 def _stage(module: str) -> str | None:
@@ -231,22 +216,26 @@ HEAVY_LIBRARIES = {
 }
 
 
-def _all_imports(module: str, path: Path):
+def _all_imports(module: str, path: Path, guarded: bool = False):
     """``(line, imported module or package, name, at module level)`` for every import of
-    ``module`` (third-party ones too); TYPE_CHECKING blocks are left out."""
+    ``module`` (third-party ones too); TYPE_CHECKING blocks are left out unless ``guarded``."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    guarded = {
-        id(x)
-        for n in tree.body
-        if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
-        for x in ast.walk(n)
-    }
+    skipped = (
+        set()
+        if guarded
+        else {
+            id(x)
+            for n in tree.body
+            if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
+            for x in ast.walk(n)
+        }
+    )
     functions = [
         n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     ]
     nested = {id(x) for f in functions for x in ast.walk(f)}
     for node in ast.walk(tree):
-        if id(node) in guarded:
+        if id(node) in skipped:
             continue
         top = id(node) not in nested
         if isinstance(node, ast.Import):
