@@ -442,7 +442,7 @@ def test_worked_example_ttp_method(tmp_path):
         assert workflow.run_models(cfg, "bm25_history") == {}
         assert workflow.run_threads(cfg, "bm25_history") == 1
         assert workflow.run_params(cfg, "bm25_history") == workflow.run_params(cfg, "bm25")
-        assert "bm25_history" in workflow.run_specs(cfg)
+        assert any(":bm25_history:" in spec for spec in workflow.run_specs(cfg))
         ctx = RetrievalContext(corpus=_corpus(), item_fields=("title",), depth=3)
         ranking = build_retriever("bm25_history", ctx).rank(_examples())
         query_only = build_retriever("bm25", ctx).rank(_examples())
