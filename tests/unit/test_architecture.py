@@ -25,6 +25,9 @@ STAGE_RANK = {
     "retrieval": 5,
     "ttp": 6,
     "report": 7,
+    # The paper configuration's dress rehearsal: stand-in models and the GPU check run the
+    # stages' own code paths.
+    "rehearsal": 8,
 }
 # The TTP stage's rooms, in the order of its data flow: a room imports only itself and earlier
 # rooms (the stage's inputs, then the model, training, the registered methods, their
