@@ -63,6 +63,8 @@ include: "rules/ttp.smk"
 include: "rules/ttp_pqb.smk"
 include: "rules/validation.smk"
 include: "rules/report.smk"
+# The paper configuration's dress rehearsal (its inputs; not part of `all`).
+include: "rules/rehearsal.smk"
 include: "rules/provenance.smk"
 
 rule all:
