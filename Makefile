@@ -166,3 +166,27 @@ slurm-up:
 
 slurm-down:
 	bash scripts/slurm_local_cluster.sh down
+
+# --- The dress rehearsal of the paper configuration (docs/paper_scale.md, "The dress rehearsal")
+.PHONY: rehearsal rehearsal-dry-run
+# config/rehearsal.yaml over config/paper.yaml: stand-in models, the sample world at the paper's
+# volume, the CPU. Through the one-node SLURM cluster (root: `slurm-up`), with the real profile
+# and the local cluster's overrides (profiles/slurm-test). First the inputs the stages read from
+# configured folders (stand-in models, the TTP released-format sets), then the run; the rules'
+# time and peak memory land in results-rehearsal/logs/ (rule_benchmarks).
+REHEARSAL_CONFIG := --configfile config/paper.yaml config/rehearsal.yaml
+REHEARSAL_PROFILE := --profile profiles/slurm --workflow-profile profiles/slurm-test
+rehearsal: system-tex cluster-setup slurm-up
+	$(BIN)/snakemake $(REHEARSAL_PROFILE) $(REHEARSAL_CONFIG) -- rehearsal_inputs
+	$(BIN)/snakemake $(REHEARSAL_PROFILE) $(REHEARSAL_CONFIG)
+	$(BIN)/snakemake --profile profiles/local $(REHEARSAL_CONFIG) --forceall --dry-run \
+		> results-rehearsal/logs/plan.txt
+	$(BIN)/python -m personalir.report.rule_benchmarks results-rehearsal/logs/benchmarks \
+		--plan results-rehearsal/logs/plan.txt --csv results-rehearsal/logs/rule_benchmarks.csv \
+		--critical-csv results-rehearsal/logs/critical_path.csv \
+		--md results-rehearsal/logs/rule_benchmarks.md
+
+# The rehearsal's job plan only (no cluster, no job run): the DAG resolves with its config.
+rehearsal-dry-run: setup-python
+	$(BIN)/snakemake --profile profiles/local $(REHEARSAL_CONFIG) --dry-run -- rehearsal_inputs
+	$(BIN)/snakemake --profile profiles/local $(REHEARSAL_CONFIG) --dry-run
