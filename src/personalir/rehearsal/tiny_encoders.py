@@ -13,7 +13,7 @@ from personalir.rehearsal.tiny_models import seed_torch, word_tokenizer
 # and XLM-RoBERTa alike).
 ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 ROBERTA_ROLES = dict(
-    bos_token="<s>",
+    bos_token="<s>",  # nosec B106  # special tokens
     eos_token="</s>",
     cls_token="<s>",
     sep_token="</s>",

@@ -83,7 +83,7 @@ def bert_tokenizer(words, extra: list[str] = ()):
         specials,
         lowercase=True,
         template=("[CLS]", "[SEP]"),
-        pad_token="[PAD]",
+        pad_token="[PAD]",  # nosec B106  # a special token
         unk_token="[UNK]",
         cls_token="[CLS]",
         sep_token="[SEP]",
@@ -155,8 +155,8 @@ def save_stanford_colbert(path: str | Path, words: list[str], dim: int = 16, see
     config.save_pretrained(path)
     tok.save_pretrained(path)
     meta = {
-        "query_token_id": "[unused0]",
-        "doc_token_id": "[unused1]",
+        "query_token_id": "[unused0]",  # nosec B105  # a special token
+        "doc_token_id": "[unused1]",  # nosec B105  # a special token
         "query_maxlen": 16,
         "doc_maxlen": 64,
         "dim": dim,
@@ -180,7 +180,7 @@ def save_bge_m3(path: str | Path, words: list[str], seed: int = 0) -> Path:
         ["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
         lowercase=True,
         template=("<s>", "</s>"),
-        bos_token="<s>",
+        bos_token="<s>",  # nosec B106  # a special token
         eos_token="</s>",
         cls_token="<s>",
         sep_token="</s>",
@@ -225,7 +225,7 @@ def save_causal_lm(path: str | Path, words: list[str], arch: str = "qwen3", seed
     path = Path(path)
     if arch == "qwen3":
         specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
-        template, roles = CHATML_TEMPLATE, {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
+        template, roles = CHATML_TEMPLATE, {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}  # nosec B105  # a special token
     elif arch == "llama":
         specials = [
             "<|end_of_text|>",
@@ -236,11 +236,11 @@ def save_causal_lm(path: str | Path, words: list[str], arch: str = "qwen3", seed
         ]
         template, roles = (
             LLAMA3_TEMPLATE,
-            {"eos_token": "<|eot_id|>", "bos_token": "<|begin_of_text|>"},
+            {"eos_token": "<|eot_id|>", "bos_token": "<|begin_of_text|>"},  # nosec B105  # a special token
         )
     else:
         raise ValueError(f"arch {arch!r} not in ['qwen3', 'llama']")
-    tok = word_tokenizer(words, [*specials, "<unk>"], lowercase=False, unk_token="<unk>", **roles)
+    tok = word_tokenizer(words, [*specials, "<unk>"], lowercase=False, unk_token="<unk>", **roles)  # nosec B106  # a special token
     tok.chat_template = template
     common = dict(
         vocab_size=len(tok),
@@ -273,7 +273,7 @@ def build_byte_tokenizer():
     tok.decoder = decoders.ByteLevel()
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
-        eos_token="<|im_end|>",
+        eos_token="<|im_end|>",  # nosec B106  # a special token
         pad_token="<|endoftext|>",
         additional_special_tokens=["<|im_start|>"],
     )
@@ -331,7 +331,9 @@ def build_tiny_qwen2(path, texts):
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(list(texts), vocab_size=800, min_frequency=1, special_tokens=specials)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=bpe._tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>"
+        tokenizer_object=bpe._tokenizer,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",  # nosec B106  # a special token
     )
     fast.add_special_tokens({"additional_special_tokens": specials})
     fast.chat_template = CHATML_TEMPLATE
@@ -389,7 +391,7 @@ def save_tiny_gector(root: Path, tag: str) -> tuple[Path, Path]:
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
     vocab = {w: i for i, w in enumerate(GECTOR_WORDS)}
-    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))  # nosec B106  # a special token
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tok.post_processor = TemplateProcessing(
         single="[CLS] $A [SEP]",
@@ -398,7 +400,7 @@ def save_tiny_gector(root: Path, tag: str) -> tuple[Path, Path]:
     )
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
-        unk_token="[UNK]",
+        unk_token="[UNK]",  # nosec B106  # a special token
         pad_token="[PAD]",
         cls_token="[CLS]",
         sep_token="[SEP]",
